@@ -1,0 +1,88 @@
+/**
+ * The error vocabulary of distributor. Every failure a user can see carries one
+ * of these stable codes; exit codes are derived from the code in exactly one place
+ * ({@link exitCodeFor}), so commands never pick exit numbers themselves.
+ */
+
+export const ERROR_CODES = [
+  "config_invalid",
+  "usage",
+  "source_invalid",
+  "output_collision",
+  "transform_failed",
+  "unmanaged_path",
+  "state_conflict",
+  "unsafe_path",
+  "locked",
+  "no_state",
+  "storage_error",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The JSON shape of an error in every report: `{code, message, paths}`. */
+export interface ErrorReport {
+  code: ErrorCode;
+  message: string;
+  paths: string[];
+}
+
+export interface DistributorErrorOptions {
+  /** Paths (manifest, output or key paths) the error is about; reported as `paths`. */
+  paths?: readonly string[];
+  cause?: unknown;
+}
+
+/** An expected failure with a stable code. Anything else reaching the CLI is a bug. */
+export class DistributorError extends Error {
+  readonly code: ErrorCode;
+  readonly paths: string[];
+
+  constructor(code: ErrorCode, message: string, options: DistributorErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "DistributorError";
+    this.code = code;
+    this.paths = [...(options.paths ?? [])];
+  }
+
+  toReport(): ErrorReport {
+    return { code: this.code, message: this.message, paths: this.paths };
+  }
+}
+
+/** Who holds a lock: written into the lock file and reported with `locked`. */
+export interface LockHolder {
+  hostname: string;
+  pid: number;
+  started_at: string;
+}
+
+/** `locked`: another writer holds the root's lock (terraform's LockError: who and since when). */
+export class LockedError extends DistributorError {
+  readonly holder: LockHolder | null;
+
+  constructor(root: string, holder: LockHolder | null, options: DistributorErrorOptions = {}) {
+    const who = holder
+      ? `${holder.hostname} pid ${holder.pid} since ${holder.started_at}`
+      : "an unknown holder (unreadable lock file)";
+    super(
+      "locked",
+      `${root} is locked by ${who}. Wait for that run to finish; if it is gone, remove ${root}/.distributor.lock after checking.`,
+      options,
+    );
+    this.holder = holder;
+  }
+}
+
+/**
+ * Exit code for a failure: 2 for usage and configuration errors, 1 for everything
+ * else (the work failed). Success is 0 and never goes through here.
+ */
+export function exitCodeFor(code: ErrorCode): 1 | 2 {
+  return code === "usage" || code === "config_invalid" ? 2 : 1;
+}
+
+/** True for a DistributorError (also across module copies, by shape). */
+export function isDistributorError(value: unknown): value is DistributorError {
+  return value instanceof DistributorError;
+}

@@ -1,0 +1,84 @@
+/**
+ * Domain types shared by every step of the pipeline: what a source bundle
+ * yields, what a pipeline plans to publish, and who owns an output. Pure data,
+ * no behaviour, so every module can depend on it.
+ */
+
+/** Compact identity of a source bundle, recorded with every output (seed: Source Identity). */
+export interface SourceIdentity {
+  id: string;
+  /** `sha256:` + hex SHA-256 of the exact manifest.json bytes. */
+  digest: string;
+  /** The manifest's `created`, copied as written. */
+  created: string;
+}
+
+/** One entry of manifest.json's `files`. */
+export interface ManifestFile {
+  path: string;
+  size: number;
+  /** `sha256:<64 lowercase hex>` */
+  sha256: string;
+  media_type?: string;
+}
+
+/** A verified source bundle: every listed file exists inside it with the listed size and digest. */
+export interface SourceBundle {
+  /** Absolute directory of the bundle. */
+  dir: string;
+  identity: SourceIdentity;
+  files: ManifestFile[];
+}
+
+export type OutputKind = "source" | "generated";
+export const TRANSFORM_IDS = ["markdown_to_html"] as const;
+export type TransformId = (typeof TRANSFORM_IDS)[number];
+
+/**
+ * Where the bytes of a planned output come from. Source outputs are copied from
+ * the verified bundle file (a kernel copy on filesystems); generated outputs are
+ * rendered in memory (Markdown documents are small).
+ */
+export type OutputContent =
+  | { type: "file"; absPath: string }
+  | { type: "bytes"; bytes: Uint8Array };
+
+/** An output the pipeline wants at the destination, with the digest of its bytes. */
+export interface PlannedOutput {
+  /** Clean destination-bundle-relative path. */
+  path: string;
+  kind: OutputKind;
+  /** Manifest path it was derived from (equal to `path` for source outputs). */
+  sourcePath: string;
+  /** Set for generated outputs only. */
+  transform?: TransformId;
+  /** `sha256:<64 hex>` of the output bytes. */
+  sha256: string;
+  size: number;
+  /** Content-Type to store (S3); from the manifest's media_type or the extension. */
+  mediaType?: string;
+  content: OutputContent;
+}
+
+/** The (pipeline_id, destination_id) pair that owns catalog records. */
+export interface Owner {
+  pipelineId: string;
+  destinationId: string;
+}
+
+export const ACTIONS = [
+  "publish_new",
+  "upsert_additive",
+  "replace_catalog",
+  "skip_same",
+  "force_replace",
+  "fail_unmanaged",
+  "fail_conflict",
+] as const;
+/** The destination action labels of the seed contract, and no others. */
+export type Action = (typeof ACTIONS)[number];
+
+export type Workflow = "additive" | "replacement";
+
+/** Per-output change in a run plan (SPEC §6). */
+export type OutputChangeKind = "create" | "update" | "unchanged" | "delete";

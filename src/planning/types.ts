@@ -1,0 +1,72 @@
+/**
+ * Inputs and outputs of the run planner (plan-run.ts). The planner is a pure
+ * function: everything it needs arrives here as data (no I/O, no clock), and the
+ * plan it returns is executed without re-deciding anything.
+ */
+import type { ErrorReport } from "../errors.js";
+import type {
+  Action,
+  OutputChangeKind,
+  Owner,
+  PlannedOutput,
+  SourceIdentity,
+  Workflow,
+} from "../model.js";
+import type { CatalogState, ClassifiedState } from "../state/types.js";
+import type { StorageEntry } from "../storage/driver.js";
+
+export interface RunPlanInput {
+  owner: Owner;
+  source: SourceIdentity;
+  /** The pipeline's planned outputs (already collision-free). */
+  outputs: readonly PlannedOutput[];
+  state: ClassifiedState;
+  /** Everything under the root, reserved names included (the planner ignores those). */
+  listing: readonly StorageEntry[];
+  workflow: Workflow;
+  /** `run --force`: plan force_replace. */
+  force: boolean;
+  /**
+   * `run --verify`: actual `sha256:` digests of files that would otherwise be
+   * `unchanged`, hashed by the caller. A mismatch turns the output into an update.
+   */
+  verifiedDigests?: ReadonlyMap<string, string>;
+  /** Destination base URL; output urls are base + percent-encoded path. */
+  urlBase?: string;
+  /** Formatted UTC timestamp `YYYY-MM-DDTHH:MM:SSZ` used for every new timestamp. */
+  now: string;
+  distributorVersion: string;
+}
+
+export interface OutputChange {
+  path: string;
+  change: OutputChangeKind;
+  /** Why, for humans: "not in catalog", "sha256 differs", "file missing", ... */
+  reason: string;
+  /** The planned output (absent for deletes). */
+  output?: PlannedOutput;
+  /** The output's public URL when the destination has a `url`. */
+  url?: string;
+}
+
+export interface RunPlan {
+  action: Action;
+  /** Set for fail_* actions: unmanaged_path, state_conflict or unsafe_path. */
+  error: ErrorReport | null;
+  /** Every planned output's change plus one `delete` per removed record; sorted by path. */
+  changes: OutputChange[];
+  /**
+   * Paths to delete after writing outputs (replacement). For force_replace, the
+   * executor deletes the whole root first instead; `deletes` then lists what exists
+   * there (for the dry-run report), reserved names excluded.
+   */
+  deletes: string[];
+  /**
+   * The state written before any output (crash safety): claims every path about
+   * to be written, keeps the old record (old digest, old owner) of overwritten
+   * paths and the records of paths about to be deleted. Null when nothing is written.
+   */
+  claimState: CatalogState | null;
+  /** The state written last. Null for skip_same and fail_*. */
+  finalState: CatalogState | null;
+}

@@ -1,0 +1,118 @@
+/**
+ * The one storage interface every destination type implements (filesystem, s3).
+ * Planning never sees a driver: it receives the listing and the state bytes.
+ * Paths are always clean relative paths under the driver's root (see paths.ts),
+ * or a reserved tool name such as `.distributor.json`.
+ *
+ * Conformance: test/storage-conformance.ts runs the same suite against every driver.
+ */
+import type { LockHolder } from "../errors.js";
+import type { OutputContent } from "../model.js";
+
+/** One entry found under the root. Directories are not listed, only what is in them. */
+export interface StorageEntry {
+  path: string;
+  size: number;
+  /**
+   * `file` for regular files/objects. `symlink` and `other` (fifo, socket, ...)
+   * exist only on filesystems; they are never followed and never written through.
+   */
+  type: "file" | "symlink" | "other";
+}
+
+/** Opaque version token of an object (filesystem: mtime+size+ino; S3: the ETag). */
+export type VersionToken = string;
+
+export interface StoredBytes {
+  bytes: Uint8Array;
+  token: VersionToken;
+}
+
+export interface WriteOptions {
+  /** Content-Type (S3). Ignored by the filesystem. */
+  contentType?: string;
+  /** `sha256:<hex>` of the bytes; S3 stores it as object metadata for cheap drift checks. */
+  sha256?: string;
+  /**
+   * Compare-and-swap: `null` = only if the object does not exist; a token = only if
+   * the object still has that version. Violation throws a `state_conflict`
+   * DistributorError. Omitted = unconditional. Drivers without
+   * `capabilities.conditionalWrite` emulate it best-effort (read, compare, write).
+   */
+  ifMatch?: VersionToken | null;
+  /** fsync file and directory before returning (the state file). Default false. */
+  durable?: boolean;
+}
+
+export interface DeleteResult {
+  path: string;
+  /** Absent on success (including "was already missing"). */
+  error?: string;
+}
+
+export interface StorageCapabilities {
+  /** Writes honour `ifMatch` atomically on the server (If-None-Match / If-Match). */
+  conditionalWrite: boolean;
+  /** `deleteMany` is one request per batch rather than one per path. */
+  batchDelete: boolean;
+}
+
+export interface LockHandle {
+  holder: LockHolder;
+  /** Remove the lock. Idempotent; never throws for an already-removed lock. */
+  release(): Promise<void>;
+}
+
+export interface StorageDriver {
+  /** Human/JSON display of the destination root: an absolute path or `s3://bucket/prefix/`. */
+  readonly root: string;
+  readonly capabilities: StorageCapabilities;
+
+  /**
+   * Every entry under the root, recursively, with relative paths, including
+   * reserved tool files (callers filter). A missing root lists as empty.
+   * Symlinks are reported, never followed.
+   */
+  list(): Promise<StorageEntry[]>;
+
+  /** The entry at `path`, or `null` when nothing is there. Never follows a final symlink. */
+  stat(path: string): Promise<StorageEntry | null>;
+
+  /**
+   * Whole content of a small object (the state file) with its version token, or
+   * `null` when absent. A symlink or non-file at `path` is not read: it throws
+   * `storage_error` (state classification uses `stat` first).
+   */
+  read(path: string): Promise<StoredBytes | null>;
+
+  /** A stream of the bytes at `path` (hashing for verify). Throws `storage_error` when absent. */
+  readStream(path: string): Promise<NodeJS.ReadableStream>;
+
+  /**
+   * Atomically put `content` at `path`: readers see the old or the new bytes, never
+   * a mix (filesystem: temp file + rename in the same directory; S3: one PUT or a
+   * multipart upload completed at once). Creates parent directories. Refuses with
+   * `unsafe_path` to write through a symlink inside the root. Returns the new token.
+   */
+  write(path: string, content: OutputContent, options?: WriteOptions): Promise<VersionToken>;
+
+  /**
+   * Delete each path (already missing counts as success), then remove directories
+   * left empty up to, never including, the root. Never deletes through a symlink.
+   * One failure does not stop the others; each path gets a result.
+   */
+  deleteMany(paths: readonly string[]): Promise<DeleteResult[]>;
+
+  /** Delete everything under the root (force_replace), keeping the root itself. */
+  deleteAll(): Promise<void>;
+
+  /**
+   * Take the root's `.distributor.lock` (creating the root if needed). Throws
+   * `LockedError` naming the holder if held. A lock whose holder is a dead process
+   * on this host is taken over, calling `onStaleLock` with the old holder.
+   */
+  acquireLock(options?: { onStaleLock?: (stale: LockHolder) => void }): Promise<LockHandle>;
+
+  /** The current lock holder, or `null` when unlocked (status). */
+  readLock(): Promise<LockHolder | null>;
+}
