@@ -1,0 +1,24 @@
+/** Human renderings of the small read-only commands (validate, status). */
+import type { StatusReport } from "../execution/status.js";
+import type { ValidateReport } from "../execution/validate.js";
+
+export function formatValidate(report: ValidateReport): string {
+  const lines = [`config ${report.config}: ok`];
+  for (const pipeline of report.pipelines) {
+    lines.push(
+      `pipeline ${pipeline.pipeline_id}: source ${pipeline.source.id} (${pipeline.files} files verified) → ${pipeline.outputs} planned outputs for ${pipeline.destinations.join(", ")}`,
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export function formatStatus(report: StatusReport): string {
+  const lines = report.pairs.map((pair) => {
+    const lock = pair.lock
+      ? `locked by ${pair.lock.hostname} pid ${pair.lock.pid} since ${pair.lock.started_at}`
+      : "unlocked";
+    const updated = pair.updated_at ? `, last update ${pair.updated_at}` : "";
+    return `${pair.pipeline_id} → ${pair.destination_id}: state ${pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
+  });
+  return `${lines.join("\n")}\n`;
+}

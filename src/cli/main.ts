@@ -1,0 +1,152 @@
+/**
+ * The command-line interface. Parses arguments with commander, calls the library
+ * operation, prints its report, and decides the exit code in one place: 0 ok,
+ * 1 the work failed, 2 usage or configuration error (SPEC §10).
+ */
+import { Command, CommanderError, Option } from "commander";
+import { DistributorError } from "../errors.js";
+import { installSignalHandlers } from "../execution/locks.js";
+import { run } from "../execution/run.js";
+import { status } from "../execution/status.js";
+import { validate } from "../execution/validate.js";
+import { formatRunReport } from "../reporting/human.js";
+import { DISTRIBUTOR_VERSION } from "../version.js";
+import { formatStatus, formatValidate } from "./format-commands.js";
+import {
+  type OutputMode,
+  printJson,
+  progressBar,
+  reportFailure,
+  stdoutStyle,
+  warn,
+} from "./output.js";
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+interface CommonFlags {
+  config?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** Run the CLI; resolves to the exit code. Never throws. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const mode: OutputMode = { json: argv.includes("--json"), quiet: argv.includes("--quiet") };
+  let exitCode = 0;
+  const program = buildProgram((code) => {
+    exitCode = code;
+  });
+  installSignalHandlers((signal) => warn(`${signal} received: releasing locks and stopping`));
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) return commanderExit(error, mode);
+    return reportFailure(error, mode);
+  }
+}
+
+function commanderExit(error: CommanderError, mode: OutputMode): number {
+  if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
+  if (error.code === "commander.help") return 0;
+  const message = error.message.replace(/^error: /, "");
+  return reportFailure(
+    new DistributorError("usage", `${message}. See 'distributor --help'.`),
+    mode,
+  );
+}
+
+function buildProgram(setExit: (code: number) => void): Command {
+  const program = new Command()
+    .name("distributor")
+    .description(
+      "Publish verified source bundles to destinations, owning exactly what it wrote (.distributor.json).",
+    )
+    .version(DISTRIBUTOR_VERSION, "--version", "print the version")
+    .exitOverride()
+    .configureOutput({ writeErr: () => {} })
+    .showSuggestionAfterError(true);
+  const configOption = () =>
+    new Option(
+      "--config <file>",
+      "config file (default: $DISTRIBUTOR_CONFIG or ./distributor.yaml)",
+    );
+
+  program
+    .command("run")
+    .description("verify the source bundle(s), plan every selected pair, and publish if none fails")
+    .addOption(configOption())
+    .option("--pipeline <id>", "only this pipeline (repeatable)", collect, [])
+    .option("--destination <id>", "only this destination (repeatable)", collect, [])
+    .option("--source <dir>", "source bundle directory (overrides the config)")
+    .option("--dry-run", "plan and report only: no lock, no write")
+    .option(
+      "--force",
+      "force_replace: delete everything under the root first (needs --pipeline and --destination)",
+    )
+    .option("--verify", "re-hash outputs that look unchanged and rewrite those that drifted")
+    .option("--json", "print exactly one JSON report on stdout")
+    .option("--quiet", "print nothing on success and show no progress")
+    .action(async (flags: CommonFlags & RunFlags) => setExit(await runCommand(flags)));
+
+  program
+    .command("validate")
+    .description("check config, sources and planned outputs without touching destinations")
+    .addOption(configOption())
+    .option("--source <dir>", "source bundle directory (overrides the config)")
+    .option("--json", "print exactly one JSON report on stdout")
+    .action(async (flags: CommonFlags & { source?: string }) => {
+      const report = await validate({ configFile: flags.config, source: flags.source });
+      if (flags.json) printJson(report);
+      else process.stdout.write(formatValidate(report));
+      setExit(0);
+    });
+
+  program
+    .command("status")
+    .description("show, per pair, the root, its state class, owned outputs, last update and lock")
+    .addOption(configOption())
+    .option("--json", "print exactly one JSON report on stdout")
+    .action(async (flags: CommonFlags) => {
+      const report = await status({ configFile: flags.config });
+      if (flags.json) printJson(report);
+      else process.stdout.write(formatStatus(report));
+      setExit(0);
+    });
+
+  return program;
+}
+
+interface RunFlags {
+  pipeline: string[];
+  destination: string[];
+  source?: string;
+  dryRun?: boolean;
+  force?: boolean;
+  verify?: boolean;
+}
+
+async function runCommand(flags: CommonFlags & RunFlags): Promise<number> {
+  const mode: OutputMode = { json: flags.json ?? false, quiet: flags.quiet ?? false };
+  const bar = progressBar(mode);
+  try {
+    const report = await run({
+      configFile: flags.config,
+      pipelines: flags.pipeline,
+      destinations: flags.destination,
+      source: flags.source,
+      dryRun: flags.dryRun,
+      force: flags.force,
+      verify: flags.verify,
+      onWarning: warn,
+      onProgress: ({ bytesDone, bytesTotal }) => bar.update(bytesDone, bytesTotal),
+    });
+    bar.stop();
+    if (mode.json) printJson(report);
+    else if (!mode.quiet || !report.ok)
+      process.stdout.write(formatRunReport(report, stdoutStyle()));
+    return report.ok ? 0 : 1;
+  } finally {
+    bar.stop();
+  }
+}

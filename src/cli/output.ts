@@ -1,0 +1,91 @@
+/**
+ * Where CLI output goes: reports on stdout (exactly one JSON document with
+ * --json), diagnostics on stderr, a progress bar only on an interactive stderr.
+ */
+import cliProgress from "cli-progress";
+import { DistributorError, type ErrorReport, exitCodeFor } from "../errors.js";
+import { formatBytes, formatError, type Style } from "../reporting/human.js";
+
+export interface OutputMode {
+  json: boolean;
+  quiet: boolean;
+}
+
+export function stdoutStyle(): Style {
+  return { color: process.stdout.isTTY === true && !process.env.NO_COLOR };
+}
+
+function stderrStyle(): Style {
+  return { color: process.stderr.isTTY === true && !process.env.NO_COLOR };
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function warn(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+/**
+ * Report a failure and return its exit code. DistributorErrors are expected and
+ * printed plainly; anything else is a bug: one line, with the stack only when
+ * DISTRIBUTOR_DEBUG=1.
+ */
+export function reportFailure(error: unknown, mode: OutputMode): number {
+  const report = toErrorReport(error);
+  if (mode.json) printJson({ ok: false, error: report });
+  else process.stderr.write(`${formatError(report, stderrStyle()).join("\n")}\n`);
+  if (process.env.DISTRIBUTOR_DEBUG === "1" && error instanceof Error && error.stack) {
+    process.stderr.write(`${error.stack}\n`);
+  }
+  return error instanceof DistributorError ? exitCodeFor(error.code) : 1;
+}
+
+/** Like ErrorReport, plus `internal` for defects (never a stable, documented failure). */
+type FailureReport = Omit<ErrorReport, "code"> & { code: ErrorReport["code"] | "internal" };
+
+function toErrorReport(error: unknown): FailureReport {
+  if (error instanceof DistributorError) return error.toReport();
+  const message = error instanceof Error ? error.message : String(error);
+  const system = (error as { syscall?: string } | null)?.syscall !== undefined;
+  return {
+    // A system error that escaped a driver is still a storage failure; anything
+    // else is a defect in distributor itself.
+    code: system ? "storage_error" : "internal",
+    message: system
+      ? message
+      : `internal error: ${message}. This is a bug in distributor; rerun with DISTRIBUTOR_DEBUG=1 and report the stack trace.`,
+    paths: [],
+  };
+}
+
+/** A byte progress bar on stderr, or a no-op when stderr is not a terminal or output is machine-read. */
+export function progressBar(mode: OutputMode): {
+  update(done: number, total: number): void;
+  stop(): void;
+} {
+  if (mode.json || mode.quiet || !process.stderr.isTTY) return { update() {}, stop() {} };
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: "publishing [{bar}] {percentage}% {done}/{size}",
+      hideCursor: true,
+      clearOnComplete: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update(done, total) {
+      const payload = { done: formatBytes(done), size: formatBytes(total) };
+      if (!started) {
+        bar.start(total, done, payload);
+        started = true;
+      } else bar.update(done, payload);
+    },
+    stop() {
+      if (started) bar.stop();
+    },
+  };
+}

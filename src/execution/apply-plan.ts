@@ -1,0 +1,122 @@
+/**
+ * Applies one pair's RunPlan to its root, exactly as planned, in the crash-safe
+ * order of SPEC §6:
+ *
+ *   1. claim state  — records every path about to be written (old digests kept
+ *                     for overwritten paths), so a crash leaves no unmanaged file;
+ *   2. outputs      — each an atomic write (temp + rename / one PUT);
+ *   3. deletes      — replacement's omitted outputs, or the root's content for force;
+ *   4. final state  — the plan's next state.
+ *
+ * Killed anywhere, the root holds a complete valid state from which the same run
+ * re-plans the remaining work as creates/updates and converges.
+ */
+import { DistributorError } from "../errors.js";
+import type { PlannedOutput } from "../model.js";
+import { STATE_FILE } from "../paths.js";
+import type { RunPlan } from "../planning/types.js";
+import type { CatalogState } from "../state/types.js";
+import { serializeState } from "../state/write.js";
+import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import { mapWithConcurrency } from "./concurrency.js";
+
+export interface ApplyOptions {
+  /** Version token of the state read at plan time (`null` = there was none). */
+  stateToken: VersionToken | null;
+  /** Parallel output writes. Default 8. */
+  concurrency?: number;
+  /** Called after each output write with its byte size. */
+  onOutputWritten?: (output: PlannedOutput) => void;
+}
+
+export interface ApplyResult {
+  /** Paths whose delete failed; their records stay in the final state. */
+  failedDeletes: { path: string; message: string }[];
+  /** Version token of the state after apply (the next pair on the root writes against it). */
+  stateToken: VersionToken | null;
+}
+
+export async function applyPlan(
+  driver: StorageDriver,
+  plan: RunPlan,
+  options: ApplyOptions,
+): Promise<ApplyResult> {
+  let token = options.stateToken;
+  if (plan.action === "force_replace") {
+    // Delete first: force_replace replaces whatever is there (unmanaged files, a
+    // broken state), and outputs are then written into an empty root.
+    // The old state goes too (it may be invalid, or not even a file); the claim
+    // state below is then a create.
+    const results = await driver.deleteMany([...plan.deletes, STATE_FILE]);
+    token = null;
+    const failed = results.filter((result) => result.error !== undefined);
+    if (failed.length > 0) {
+      throw new DistributorError(
+        "storage_error",
+        `force_replace could not clear ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}`,
+        { paths: failed.map((f) => f.path) },
+      );
+    }
+  }
+  if (plan.claimState) token = await writeState(driver, plan.claimState, token);
+  await writeOutputs(driver, plan, options);
+  const failedDeletes = plan.action === "force_replace" ? [] : await deleteOmitted(driver, plan);
+  if (plan.finalState) {
+    const finalState = keepRecordsOf(plan, failedDeletes);
+    token = await writeState(driver, finalState, token);
+  }
+  return { failedDeletes, stateToken: token };
+}
+
+async function writeState(
+  driver: StorageDriver,
+  state: CatalogState,
+  ifMatch: VersionToken | null,
+): Promise<VersionToken> {
+  return driver.write(
+    STATE_FILE,
+    { type: "bytes", bytes: serializeState(state) },
+    { ifMatch, durable: true, contentType: "application/json" },
+  );
+}
+
+async function writeOutputs(
+  driver: StorageDriver,
+  plan: RunPlan,
+  options: ApplyOptions,
+): Promise<void> {
+  const writes = plan.changes.filter(
+    (change) => (change.change === "create" || change.change === "update") && change.output,
+  );
+  await mapWithConcurrency(writes, options.concurrency ?? 8, async (change) => {
+    const output = change.output as PlannedOutput;
+    await driver.write(output.path, output.content, {
+      contentType: output.mediaType,
+      sha256: output.sha256,
+    });
+    options.onOutputWritten?.(output);
+  });
+}
+
+async function deleteOmitted(
+  driver: StorageDriver,
+  plan: RunPlan,
+): Promise<ApplyResult["failedDeletes"]> {
+  if (plan.deletes.length === 0) return [];
+  const results = await driver.deleteMany(plan.deletes);
+  return results
+    .filter((result) => result.error !== undefined)
+    .map((result) => ({ path: result.path, message: result.error ?? "" }));
+}
+
+/**
+ * A delete that failed leaves its file in place, so its record must stay
+ * managed: take it back from the claim state (which still holds every old record).
+ */
+function keepRecordsOf(plan: RunPlan, failed: ApplyResult["failedDeletes"]): CatalogState {
+  const finalState = plan.finalState as CatalogState;
+  if (failed.length === 0 || !plan.claimState) return finalState;
+  const failedPaths = new Set(failed.map((f) => f.path));
+  const kept = plan.claimState.outputs.filter((record) => failedPaths.has(record.path));
+  return { ...finalState, outputs: [...finalState.outputs, ...kept] };
+}

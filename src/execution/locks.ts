@@ -1,0 +1,73 @@
+/**
+ * Process-wide registry of held root locks, so that every exit path (normal
+ * return, thrown error, SIGINT, SIGTERM) releases them. The CLI installs the
+ * signal handlers; library callers get release-on-error from `withLocks`.
+ */
+
+import type { LockHandle, StorageDriver } from "../storage/driver.js";
+
+const held = new Set<LockHandle>();
+
+export interface LockOptions {
+  /** Called when a stale lock of a dead local process is taken over (SPEC §6). */
+  onWarning?: (message: string) => void;
+}
+
+/**
+ * Take the lock of every driver's root (in root order, so two runs over the same
+ * roots contend on the same first lock), run `body`, then release them all,
+ * whatever happens. If any lock is held elsewhere, the ones taken are released
+ * and `LockedError` propagates.
+ */
+export async function withLocks<T>(
+  drivers: readonly StorageDriver[],
+  body: () => Promise<T>,
+  options: LockOptions = {},
+): Promise<T> {
+  const taken: LockHandle[] = [];
+  try {
+    for (const driver of [...drivers].sort((a, b) => (a.root < b.root ? -1 : 1))) {
+      const handle = await driver.acquireLock({
+        onStaleLock: (stale) =>
+          options.onWarning?.(
+            `warning: took over the stale lock of ${driver.root} held by ${stale.hostname} pid ${stale.pid} (started ${stale.started_at}); that process is gone`,
+          ),
+      });
+      held.add(handle);
+      taken.push(handle);
+    }
+    return await body();
+  } finally {
+    await Promise.allSettled(taken.map((handle) => releaseOne(handle)));
+  }
+}
+
+async function releaseOne(handle: LockHandle): Promise<void> {
+  held.delete(handle);
+  await handle.release();
+}
+
+/** Release every lock this process holds (signal handlers). Never throws. */
+export async function releaseAllLocks(): Promise<void> {
+  await Promise.allSettled([...held].map((handle) => releaseOne(handle)));
+}
+
+let handlersInstalled = false;
+
+/**
+ * On SIGINT/SIGTERM: release held locks, then exit with 128+signal. The plan's
+ * crash-safe ordering makes an interrupted run converge on the next plain run.
+ */
+export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => void): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  for (const [signal, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
+    process.once(signal, () => {
+      onSignal?.(signal);
+      void releaseAllLocks().finally(() => process.exit(code));
+    });
+  }
+}

@@ -1,0 +1,244 @@
+/**
+ * `distributor run` as a library operation (SPEC §6): load, verify, plan every
+ * selected pair, and only if no pair fails, apply the plans. Planning is done by
+ * the pure planner; this module only gathers its inputs and carries out its output.
+ */
+
+import { loadBundle } from "../bundle/verify.js";
+import { loadConfig, selectPairs } from "../config/load.js";
+import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
+import { DistributorError } from "../errors.js";
+import type { PlannedOutput, SourceIdentity } from "../model.js";
+import { planRun, simulateApplied } from "../planning/plan-run.js";
+import type { RunPlan } from "../planning/types.js";
+import { bytesToWrite, type PairResult, type RunReport } from "../reporting/report.js";
+import { formatTimestamp } from "../state/timestamps.js";
+import { openDestination } from "../storage/create-driver.js";
+import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import { planOutputs } from "../transform/planned-outputs.js";
+import { DISTRIBUTOR_VERSION } from "../version.js";
+import { applyPlan } from "./apply-plan.js";
+import { withLocks } from "./locks.js";
+import { pairResult } from "./pair-result.js";
+import { readRoot } from "./read-root.js";
+import { removeStaleTempFiles } from "./stale-temp.js";
+import { digestsOfUnchanged } from "./verify-digests.js";
+
+export interface RunOptions {
+  /** An already loaded config; otherwise it is loaded from `configFile` / DISTRIBUTOR_CONFIG / ./distributor.yaml. */
+  config?: Config;
+  configFile?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  pipelines?: string[];
+  destinations?: string[];
+  /** Source bundle directory for every selected pipeline (overrides the config's `source`). */
+  source?: string;
+  /** Plan and report only: no lock, no temp file, no write. */
+  dryRun?: boolean;
+  /** Plan force_replace; requires exactly named pipelines and destinations. */
+  force?: boolean;
+  /** Re-hash outputs that would be unchanged and rewrite those whose bytes drifted. */
+  verify?: boolean;
+  /** Clock, for tests. */
+  now?: () => Date;
+  /** Warnings (stale lock taken over); default: ignored. */
+  onWarning?: (message: string) => void;
+  /** Called with the total bytes to write before applying, then after each output. */
+  onProgress?: (event: { bytesDone: number; bytesTotal: number }) => void;
+}
+
+interface SelectedPair {
+  pipeline: PipelineConfig;
+  destination: DestinationConfig;
+}
+
+interface PreparedSource {
+  identity: SourceIdentity;
+  outputs: PlannedOutput[];
+}
+
+interface PlannedPair {
+  pair: SelectedPair;
+  driver: StorageDriver;
+  plan: RunPlan;
+  stateClass: PairResult["state"];
+  startedAt: number;
+}
+
+export async function run(options: RunOptions = {}): Promise<RunReport> {
+  const config = options.config ?? (await loadConfig(configOptions(options)));
+  if (options.force && (!options.pipelines?.length || !options.destinations?.length)) {
+    throw new DistributorError(
+      "usage",
+      "--force needs an explicit --pipeline and --destination: it deletes everything under the destination root. Review with --dry-run first.",
+    );
+  }
+  const pairs = selectPairs(config, {
+    pipelines: options.pipelines,
+    destinations: options.destinations,
+  });
+  const sources = await prepareSources(pairs, options.source);
+  const groups = await groupByRoot(pairs);
+  const body = () => planAndApply(groups, sources, options);
+  if (options.dryRun) return body();
+  return withLocks(
+    groups.map((group) => group.driver),
+    body,
+    { onWarning: options.onWarning },
+  );
+}
+
+function configOptions(options: RunOptions) {
+  return { file: options.configFile, cwd: options.cwd, env: options.env };
+}
+
+/** Verify each distinct source bundle once and derive each pipeline's outputs. */
+async function prepareSources(
+  pairs: readonly SelectedPair[],
+  sourceOverride: string | undefined,
+): Promise<Map<string, PreparedSource>> {
+  const prepared = new Map<string, PreparedSource>();
+  for (const { pipeline } of pairs) {
+    if (prepared.has(pipeline.id)) continue;
+    const dir = sourceOverride ?? pipeline.source;
+    if (!dir) {
+      throw new DistributorError(
+        "usage",
+        `pipeline ${pipeline.id} has no source: set pipelines.${pipeline.id}.source in the config or pass --source DIR`,
+      );
+    }
+    const bundle = await loadBundle(dir);
+    const outputs = await planOutputs(bundle, pipeline);
+    prepared.set(pipeline.id, { identity: bundle.identity, outputs });
+  }
+  return prepared;
+}
+
+interface RootGroup {
+  driver: StorageDriver;
+  pairs: SelectedPair[];
+}
+
+/** Pairs that resolve to the same root share one driver and are planned in order. */
+async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]> {
+  const groups = new Map<string, RootGroup>();
+  for (const pair of pairs) {
+    const driver = await openDestination(pair.destination);
+    const group = groups.get(driver.root);
+    if (group) group.pairs.push(pair);
+    else groups.set(driver.root, { driver, pairs: [pair] });
+  }
+  return [...groups.values()];
+}
+
+async function planAndApply(
+  groups: readonly RootGroup[],
+  sources: ReadonlyMap<string, PreparedSource>,
+  options: RunOptions,
+): Promise<RunReport> {
+  const now = formatTimestamp((options.now ?? (() => new Date()))());
+  const plannedGroups: { group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }[] =
+    [];
+  for (const group of groups) {
+    plannedGroups.push(await planGroup(group, sources, { ...options, nowText: now }));
+  }
+  const all = plannedGroups.flatMap((entry) => entry.pairs);
+  const failing = all.some((entry) => entry.plan.action.startsWith("fail_"));
+  if (failing || options.dryRun) {
+    return report(
+      all.map((entry) => pairResult(entry, sources, { applied: false })),
+      !failing,
+      options,
+    );
+  }
+  return report(await applyGroups(plannedGroups, sources, options), true, options);
+}
+
+async function planGroup(
+  group: RootGroup,
+  sources: ReadonlyMap<string, PreparedSource>,
+  options: RunOptions & { nowText: string },
+): Promise<{ group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }> {
+  const snapshot = await readRoot(group.driver);
+  let current = { state: snapshot.state, listing: snapshot.listing };
+  const pairs: PlannedPair[] = [];
+  for (const pair of group.pairs) {
+    const startedAt = performance.now();
+    const source = sources.get(pair.pipeline.id) as PreparedSource;
+    const verifiedDigests = options.verify
+      ? await digestsOfUnchanged(group.driver, { state: current.state, outputs: source.outputs })
+      : undefined;
+    const plan = planRun({
+      owner: { pipelineId: pair.pipeline.id, destinationId: pair.destination.id },
+      source: source.identity,
+      outputs: source.outputs,
+      state: current.state,
+      listing: current.listing,
+      workflow: pair.destination.workflow,
+      force: options.force ?? false,
+      verifiedDigests,
+      urlBase: pair.destination.url,
+      now: options.nowText,
+      distributorVersion: DISTRIBUTOR_VERSION,
+    });
+    pairs.push({ pair, driver: group.driver, plan, stateClass: current.state.class, startedAt });
+    current = simulateApplied(plan, current.listing);
+  }
+  return { group, pairs, token: snapshot.stateToken };
+}
+
+/**
+ * Apply group by group, pair by pair. The first failure stops everything after
+ * it: later pairs on that root were planned against the state it would have left.
+ */
+async function applyGroups(
+  plannedGroups: readonly { group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }[],
+  sources: ReadonlyMap<string, PreparedSource>,
+  options: RunOptions,
+): Promise<PairResult[]> {
+  const results: PairResult[] = [];
+  const bytesTotal = plannedGroups
+    .flatMap((g) => g.pairs)
+    .reduce((sum, entry) => sum + bytesToWrite(entry.plan.changes), 0);
+  let bytesDone = 0;
+  options.onProgress?.({ bytesDone, bytesTotal });
+  let stopped = false;
+  for (const { group, pairs, token } of plannedGroups) {
+    let stateToken = token;
+    if (!stopped) await removeStaleTempFiles(group.driver);
+    for (const entry of pairs) {
+      if (stopped) {
+        results.push(pairResult(entry, sources, { applied: false }));
+        continue;
+      }
+      try {
+        const applied = await applyPlan(group.driver, entry.plan, {
+          stateToken,
+          onOutputWritten: (output) => {
+            bytesDone += output.size;
+            options.onProgress?.({ bytesDone, bytesTotal });
+          },
+        });
+        stateToken = applied.stateToken;
+        results.push(
+          pairResult(entry, sources, { applied: true, failedDeletes: applied.failedDeletes }),
+        );
+      } catch (error) {
+        if (!(error instanceof DistributorError)) throw error;
+        stopped = true;
+        results.push(pairResult(entry, sources, { applied: false, error: error.toReport() }));
+      }
+    }
+  }
+  return results;
+}
+
+function report(results: PairResult[], ok: boolean, options: RunOptions): RunReport {
+  return {
+    ok: ok && results.every((result) => result.error === null),
+    dry_run: options.dryRun ?? false,
+    distributor_version: DISTRIBUTOR_VERSION,
+    results,
+  };
+}

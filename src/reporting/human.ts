@@ -1,0 +1,79 @@
+/**
+ * Human-readable rendering of reports for stdout. One summary line per pair
+ * (SPEC §10), then the changed outputs with the reason for each, then the error.
+ * Colour only when the caller says so (TTY and no NO_COLOR).
+ */
+import type { PairResult, RunReport } from "./report.js";
+
+const DETAIL_LIMIT = 50;
+
+export interface Style {
+  color: boolean;
+}
+
+const ANSI = { red: 31, green: 32, yellow: 33, dim: 2, bold: 1 } as const;
+
+export function paint(text: string, tone: keyof typeof ANSI, style: Style): string {
+  return style.color ? `\u001b[${ANSI[tone]}m${text}\u001b[0m` : text;
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+export function formatRunReport(report: RunReport, style: Style): string {
+  const lines: string[] = [];
+  for (const result of report.results) lines.push(...formatPair(result, report.dry_run, style));
+  if (!report.ok && report.results.some((r) => r.action.startsWith("fail_"))) {
+    lines.push(paint("Nothing was written: a pair failed planning.", "red", style));
+  } else if (report.dry_run) {
+    lines.push(paint("Dry run: nothing was written.", "dim", style));
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function formatPair(result: PairResult, dryRun: boolean, style: Style): string[] {
+  const would = dryRun || !result.applied ? "would " : "";
+  const { created, updated, unchanged, deleted } = result.counts;
+  const tone = result.error ? "red" : result.action === "skip_same" ? "dim" : "green";
+  const head =
+    `${result.pipeline_id} → ${result.destination_id}: ${paint(result.action, tone, style)}` +
+    ` — ${would}create ${created}, ${would}update ${updated}, ${would}delete ${deleted}, ${unchanged} unchanged;` +
+    ` ${formatBytes(result.bytes)}, ${result.duration_ms} ms`;
+  const lines = [head, paint(`  root ${result.root} (state ${result.state})`, "dim", style)];
+  const details = [
+    ...result.outputs
+      .filter((output) => output.change !== "unchanged")
+      .map(
+        (output) => `  ${output.change === "create" ? "+" : "~"} ${output.path} (${output.reason})`,
+      ),
+    ...result.deleted.map((path) => `  - ${path}`),
+  ];
+  lines.push(...details.slice(0, DETAIL_LIMIT));
+  if (details.length > DETAIL_LIMIT) {
+    lines.push(`  … and ${details.length - DETAIL_LIMIT} more (--json lists all)`);
+  }
+  if (result.error) lines.push(...formatError(result.error, style).map((line) => `  ${line}`));
+  return lines;
+}
+
+/** An error as a human reads it: code, message, then the paths it concerns. */
+export function formatError(
+  error: { code: string; message: string; paths: readonly string[] },
+  style: Style,
+): string[] {
+  const lines = [`${paint(`error [${error.code}]`, "red", style)} ${error.message}`];
+  const shown = error.paths.slice(0, DETAIL_LIMIT);
+  for (const path of shown) lines.push(`  ${path}`);
+  if (error.paths.length > shown.length) {
+    lines.push(`  … and ${error.paths.length - shown.length} more`);
+  }
+  return lines;
+}
