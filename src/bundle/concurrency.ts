@@ -1,0 +1,39 @@
+import { availableParallelism } from "node:os";
+
+/**
+ * Default bound for file work (hashing, rendering): enough to keep a disk busy,
+ * few enough that a bundle of thousands of files never holds thousands of handles.
+ */
+export const FILE_CONCURRENCY = Math.min(8, Math.max(4, availableParallelism()));
+
+/**
+ * Map `items` through `fn` with at most `limit` calls in flight. Results keep the
+ * order of `items`. After a rejection no new item starts, and the call rejects with
+ * it once in-flight calls settle; callers that want every failure should catch inside `fn`.
+ */
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  fn: (item: T, index: number) => Promise<R>,
+  options: { limit?: number } = {},
+): Promise<R[]> {
+  const limit = Math.max(1, options.limit ?? FILE_CONCURRENCY);
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        results[index] = await fn(items[index] as T, index);
+      } catch (error) {
+        // Stop handing out work: the call fails anyway.
+        next = items.length;
+        throw error;
+      }
+    }
+  };
+  const workers = Array.from({ length: Math.min(limit, items.length) }, worker);
+  const settled = await Promise.allSettled(workers);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) throw failed.reason;
+  return results;
+}

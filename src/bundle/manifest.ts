@@ -1,0 +1,164 @@
+/**
+ * manifest.json: the producer contract of a source bundle (SPEC §2). Parsing is
+ * pure (bytes in, manifest out); reading the bundle and checking its files lives
+ * in verify.ts.
+ */
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { DistributorError } from "../errors.js";
+import type { ManifestFile, SourceIdentity } from "../model.js";
+import { cleanPathProblem } from "../paths.js";
+
+export const MANIFEST_FILE = "manifest.json";
+
+/** A parsed, valid manifest: the bundle's identity and its listed files, in manifest order. */
+export interface Manifest {
+  identity: SourceIdentity;
+  files: ManifestFile[];
+}
+
+const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
+const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
+const RFC3339_PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** True when `value` is an RFC3339 date-time with real calendar and clock values. */
+export function isRfc3339(value: string): boolean {
+  const m = RFC3339_PATTERN.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year as number, month as number, 0)).getUTCDate();
+  const offsetOk = m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
+  return (
+    (month as number) >= 1 &&
+    (month as number) <= 12 &&
+    (day as number) >= 1 &&
+    (day as number) <= daysInMonth &&
+    (hour as number) <= 23 &&
+    (minute as number) <= 59 &&
+    // 60 allows a leap second, as RFC3339 does.
+    (second as number) <= 60 &&
+    offsetOk
+  );
+}
+
+const fileSchema = z.strictObject(
+  {
+    path: z.string({ error: "must be a string" }).superRefine((value, ctx) => {
+      const problem = cleanPathProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
+    size: z
+      .number({ error: "must be a number" })
+      .refine(Number.isSafeInteger, "must be a whole number of bytes")
+      .refine((n) => n >= 0, "must be 0 or greater"),
+    sha256: z
+      .string({ error: "must be a string" })
+      .regex(SHA256_PATTERN, 'must be "sha256:" followed by 64 lowercase hex digits'),
+    media_type: z.string({ error: "must be a string" }).min(1, "must not be empty").optional(),
+  },
+  {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(", ")} (allowed: path, size, sha256, media_type)`
+        : "must be an object with path, size, sha256 and optional media_type",
+  },
+);
+
+// Unknown top-level fields are allowed (producers may add metadata); file entries
+// are strict so that a misspelt field (e.g. "media-type") is reported, not ignored.
+const manifestSchema = z.looseObject(
+  {
+    schema_version: z.literal(1, { error: "must be 1" }),
+    id: z
+      .string({ error: "must be a string" })
+      .regex(ID_PATTERN, "must be 1-200 characters of A-Z, a-z, 0-9, '.', '_' or '-'"),
+    created: z
+      .string({ error: "must be a string" })
+      .refine(isRfc3339, "must be an RFC3339 date-time such as 2026-06-04T11:55:00Z"),
+    files: z.array(fileSchema, { error: "must be an array" }),
+  },
+  { error: "must be a JSON object" },
+);
+
+/** `sha256:` + lowercase hex SHA-256 of `bytes`. */
+export function sha256Digest(bytes: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/** Source digest: `sha256:` + hex SHA-256 of the exact manifest.json bytes (BOM and whitespace included). */
+export function sourceDigest(manifestBytes: Uint8Array): string {
+  return sha256Digest(manifestBytes);
+}
+
+/** Render a zod issue path as `files[3].sha256`; the empty path is the document itself. */
+export function formatLocation(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else out += out === "" ? String(key) : `.${String(key)}`;
+  }
+  return out === "" ? "(top level)" : out;
+}
+
+function invalid(where: string, problems: string[], cause?: unknown): DistributorError {
+  const list = problems.map((p) => `\n  - ${p}`).join("");
+  return new DistributorError(
+    "source_invalid",
+    `${where} is not a valid source manifest:${list}\nFix manifest.json (see docs/manifest.md) and run again.`,
+    { paths: [MANIFEST_FILE], cause },
+  );
+}
+
+function decodeJson(bytes: Uint8Array, where: string): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch (cause) {
+    throw invalid(where, ["the file is not valid UTF-8"], cause);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw invalid(where, [`not valid JSON (${reason})`], cause);
+  }
+}
+
+function duplicatePaths(files: readonly ManifestFile[]): string[] {
+  const firstIndex = new Map<string, number>();
+  const problems: string[] = [];
+  files.forEach((file, index) => {
+    const first = firstIndex.get(file.path);
+    if (first === undefined) firstIndex.set(file.path, index);
+    else problems.push(`files[${index}].path: "${file.path}" is already listed at files[${first}]`);
+  });
+  return problems;
+}
+
+/**
+ * Parse and validate manifest.json bytes (SPEC §2). Every problem is reported at
+ * once, each with its location (`files[3].sha256: ...`).
+ *
+ * @param options.where how to name the manifest in messages (default `manifest.json`).
+ * @throws DistributorError `source_invalid` for bytes that are not UTF-8 JSON or break a rule.
+ */
+export function parseManifest(bytes: Uint8Array, options: { where?: string } = {}): Manifest {
+  const where = options.where ?? MANIFEST_FILE;
+  const result = manifestSchema.safeParse(decodeJson(bytes, where));
+  if (!result.success) {
+    throw invalid(
+      where,
+      result.error.issues.map((issue) => `${formatLocation(issue.path)}: ${issue.message}`),
+    );
+  }
+  const { id, created } = result.data;
+  const files: ManifestFile[] = result.data.files.map((f) =>
+    f.media_type === undefined
+      ? { path: f.path, size: f.size, sha256: f.sha256 }
+      : { path: f.path, size: f.size, sha256: f.sha256, media_type: f.media_type },
+  );
+  const duplicates = duplicatePaths(files);
+  if (duplicates.length > 0) throw invalid(where, duplicates);
+  return { identity: { id, digest: sourceDigest(bytes), created }, files };
+}
