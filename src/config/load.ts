@@ -1,0 +1,156 @@
+/**
+ * Loading the configuration (SPEC §3), changesets-style: read, parse YAML,
+ * interpolate `${NAME}`, schema-check, normalize, cross-field rules. Every failure
+ * is one `config_invalid` error naming each bad key path.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { LineCounter, parseDocument } from "yaml";
+import { DistributorError } from "../errors.js";
+import { interpolateEnv } from "./interpolate.js";
+import { type ConfigProblem, configError, problemsFromZod, zodErrorMap } from "./issues.js";
+import { destinationRefProblems, normalizeConfig } from "./normalize.js";
+import { configSchema } from "./schema.js";
+import type { Config } from "./types.js";
+
+export { selectPairs } from "./select.js";
+
+/** The file looked for when neither `file` nor DISTRIBUTOR_CONFIG names one. */
+export const DEFAULT_CONFIG_FILE = "distributor.yaml";
+export const CONFIG_ENV_VAR = "DISTRIBUTOR_CONFIG";
+
+export interface LoadConfigOptions {
+  /** Config file (the CLI's `--config`); relative to `cwd`. Wins over DISTRIBUTOR_CONFIG. */
+  file?: string;
+  /** Directory for the default file and relative `file`. Default: `process.cwd()`. */
+  cwd?: string;
+  /** Environment for DISTRIBUTOR_CONFIG and `${NAME}` interpolation. Default: `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Load and validate the configuration. The file is `options.file`, else
+ * `$DISTRIBUTOR_CONFIG`, else `distributor.yaml` in `cwd`. YAML (JSON is YAML too).
+ * Throws a DistributorError `config_invalid` listing every problem with its key
+ * path (or the YAML line and column, or the missing file).
+ */
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
+  const env = options.env ?? process.env;
+  const { file, origin } = _chooseFile(options, env);
+  const text = await _readConfigFile(file, origin);
+  const data = _parseYaml(text, file);
+  return configFromData(data, { file, env });
+}
+
+export interface ConfigFromDataOptions {
+  /** Absolute path the data came from: relative paths resolve against its directory. */
+  file: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Validate already-parsed config data (as `loadConfig` does after reading the
+ * file): interpolation, schema, normalization and cross-field rules, with all
+ * problems in one `config_invalid` error.
+ */
+export function configFromData(data: unknown, options: ConfigFromDataOptions): Config {
+  const { file } = options;
+  if (data === null || data === undefined) {
+    throw configError(file, [
+      { path: "(top level)", message: "the file is empty: define pipelines and destinations" },
+    ]);
+  }
+  const interpolated = interpolateEnv(data, options.env ?? process.env);
+  const parsed = configSchema.safeParse(interpolated.value, { error: zodErrorMap });
+  const problems = _mergeProblems([
+    interpolated.problems,
+    parsed.success ? [] : problemsFromZod(parsed.error.issues),
+    destinationRefProblems(interpolated.value),
+  ]);
+  if (!parsed.success || problems.length > 0) throw configError(file, problems);
+  const normalized = normalizeConfig(parsed.data, file);
+  if (normalized.problems.length > 0) throw configError(file, normalized.problems);
+  return normalized.config;
+}
+
+/**
+ * Concatenate problem lists, keeping only the first problem per key path: a
+ * value left as "${UNSET}" would also fail its schema check, and a malformed id
+ * is also an unknown reference; the first problem is the cause.
+ */
+function _mergeProblems(lists: ConfigProblem[][]): ConfigProblem[] {
+  const seen = new Set<string>();
+  return lists.flat().filter((problem) => {
+    if (seen.has(problem.path)) return false;
+    seen.add(problem.path);
+    return true;
+  });
+}
+
+type FileOrigin = "option" | "env" | "default";
+
+function _chooseFile(
+  options: LoadConfigOptions,
+  env: NodeJS.ProcessEnv,
+): { file: string; origin: FileOrigin } {
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  if (options.file !== undefined && options.file !== "") {
+    return { file: path.resolve(cwd, options.file), origin: "option" };
+  }
+  const fromEnv = env[CONFIG_ENV_VAR];
+  if (fromEnv !== undefined && fromEnv !== "") {
+    return { file: path.resolve(cwd, fromEnv), origin: "env" };
+  }
+  return { file: path.resolve(cwd, DEFAULT_CONFIG_FILE), origin: "default" };
+}
+
+const ORIGIN_TEXT: Record<FileOrigin, string> = {
+  option: "given with --config",
+  env: `named by ${CONFIG_ENV_VAR}`,
+  default: "the default in the working directory",
+};
+
+async function _readConfigFile(file: string, origin: FileOrigin): Promise<string> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === "ENOENT"
+        ? "does not exist"
+        : code === "EISDIR"
+          ? "is a directory, not a file"
+          : `cannot be read (${code ?? String(error)})`;
+    throw new DistributorError(
+      "config_invalid",
+      `Configuration file ${file} (${ORIGIN_TEXT[origin]}) ${reason}. Create it, or choose another file with --config FILE or the ${CONFIG_ENV_VAR} environment variable.`,
+      { paths: [file], cause: error },
+    );
+  }
+}
+
+function _parseYaml(text: string, file: string): unknown {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length === 0) {
+    try {
+      return doc.toJS();
+    } catch (error) {
+      // e.g. an alias expanding beyond the yaml package's limit (a "billion laughs" file)
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new DistributorError("config_invalid", `Invalid YAML in ${file}: ${reason}`, {
+        paths: [file],
+        cause: error,
+      });
+    }
+  }
+  const lines = doc.errors.map((error) => {
+    const { line, col } = lineCounter.linePos(error.pos[0]);
+    return `  ${file}:${line}:${col}: ${error.message}`;
+  });
+  throw new DistributorError(
+    "config_invalid",
+    `Invalid YAML in ${file}:\n${lines.join("\n")}\nFix the syntax at the line and column shown.`,
+    { paths: [file] },
+  );
+}

@@ -1,0 +1,165 @@
+/**
+ * From the schema-checked raw config to the normalized {@link Config}: relative
+ * paths resolved against the config file's directory, durations in seconds, globs
+ * compiled once (hugo deployconfig); plus the cross-field rules.
+ */
+import path from "node:path";
+import picomatch from "picomatch";
+import { type ConfigProblem, formatKeyPath } from "./issues.js";
+import {
+  DURATION_PATTERN,
+  type RawConfig,
+  type RawDestination,
+  type RawPipeline,
+} from "./schema.js";
+import type {
+  Config,
+  DestinationConfig,
+  PipelineConfig,
+  StorageConfig,
+  TransformConfig,
+} from "./types.js";
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+
+/** Seconds in a schema-valid duration like "30d". */
+export function durationSeconds(duration: string): number {
+  const match = DURATION_PATTERN.exec(duration);
+  const unit = match?.[2];
+  if (match === null || unit === undefined) throw new Error(`not a duration: ${duration}`);
+  return Number(match[1]) * (UNIT_SECONDS[unit] ?? Number.NaN);
+}
+
+export interface NormalizeResult {
+  config: Config;
+  problems: ConfigProblem[];
+}
+
+/** Normalize a schema-valid config read from the absolute path `file`. */
+export function normalizeConfig(raw: RawConfig, file: string): NormalizeResult {
+  const baseDir = path.dirname(file);
+  const problems: ConfigProblem[] = [];
+  const destinations = new Map<string, DestinationConfig>();
+  for (const [id, destination] of Object.entries(raw.destinations)) {
+    destinations.set(id, _destination(id, destination, baseDir));
+  }
+  const pipelines = new Map<string, PipelineConfig>();
+  for (const [id, pipeline] of Object.entries(raw.pipelines)) {
+    pipelines.set(id, _pipeline(id, pipeline, { baseDir, problems }));
+  }
+  return { config: { file, pipelines, destinations }, problems };
+}
+
+function _destination(id: string, raw: RawDestination, baseDir: string): DestinationConfig {
+  const storage: StorageConfig =
+    raw.storage.type === "filesystem"
+      ? { type: "filesystem", root: path.resolve(baseDir, raw.storage.root) }
+      : {
+          type: "s3",
+          bucket: raw.storage.bucket,
+          prefix: raw.storage.prefix,
+          forcePathStyle: raw.storage.force_path_style,
+          maxConcurrency: raw.storage.max_concurrency,
+          ...(raw.storage.region === undefined ? {} : { region: raw.storage.region }),
+          ...(raw.storage.endpoint === undefined ? {} : { endpoint: raw.storage.endpoint }),
+        };
+  const destination: DestinationConfig = { id, storage, path: raw.path, workflow: raw.workflow };
+  if (raw.url !== undefined) destination.url = raw.url;
+  const prune = raw.retention?.prune;
+  if (raw.retention !== undefined) {
+    destination.retention =
+      prune === undefined
+        ? {}
+        : {
+            prune: { maxAgeSeconds: durationSeconds(prune.max_age), keepLatest: prune.keep_latest },
+          };
+  }
+  return destination;
+}
+
+interface PipelineContext {
+  baseDir: string;
+  problems: ConfigProblem[];
+}
+
+function _pipeline(id: string, raw: RawPipeline, context: PipelineContext): PipelineConfig {
+  const at = (...rest: PropertyKey[]) => ["pipelines", id, ...rest];
+  const included = _compile(raw.include, { path: at("include"), problems: context.problems });
+  const excluded = _compile(raw.exclude, { path: at("exclude"), problems: context.problems });
+  const transforms = raw.transforms.map(
+    (transform, index): TransformConfig => ({
+      transform: transform.transform,
+      include: transform.include,
+      keepSource: transform.keep_source,
+      allowHtml: transform.allow_html,
+      matches: _compile(transform.include, {
+        path: at("transforms", index, "include"),
+        problems: context.problems,
+      }),
+    }),
+  );
+  const pipeline: PipelineConfig = {
+    id,
+    destinations: raw.destinations,
+    include: raw.include,
+    exclude: raw.exclude,
+    selects: (manifestPath) => included(manifestPath) && !excluded(manifestPath),
+    transforms,
+  };
+  if (raw.source !== undefined) pipeline.source = path.resolve(context.baseDir, raw.source);
+  return pipeline;
+}
+
+interface CompileContext {
+  path: PropertyKey[];
+  problems: ConfigProblem[];
+}
+
+/** One predicate for a glob list; `dot` so that "**" also matches hidden files. */
+function _compile(globs: string[], context: CompileContext): (manifestPath: string) => boolean {
+  const matchers = globs.flatMap((glob, index) => {
+    try {
+      return [picomatch(glob, { dot: true })];
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      context.problems.push({
+        path: formatKeyPath([...context.path, index]),
+        message: `invalid glob ${JSON.stringify(glob)}: ${reason}`,
+      });
+      return [];
+    }
+  });
+  return (manifestPath) => matchers.some((matches) => matches(manifestPath));
+}
+
+function _isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/**
+ * Cross-field rule: every `pipelines.<id>.destinations[i]` names a defined
+ * destination, once. Works on the unvalidated data (skipping what is malformed)
+ * so these problems are reported together with the schema's.
+ */
+export function destinationRefProblems(data: unknown): ConfigProblem[] {
+  if (!_isRecord(data) || !_isRecord(data.pipelines)) return [];
+  const defined = _isRecord(data.destinations) ? Object.keys(data.destinations) : [];
+  const problems: ConfigProblem[] = [];
+  for (const [id, pipeline] of Object.entries(data.pipelines)) {
+    if (!_isRecord(pipeline) || !Array.isArray(pipeline.destinations)) continue;
+    const seen = new Set<unknown>();
+    pipeline.destinations.forEach((destinationId: unknown, index) => {
+      if (typeof destinationId !== "string") return;
+      const where = formatKeyPath(["pipelines", id, "destinations", index]);
+      const name = JSON.stringify(destinationId);
+      if (!defined.includes(destinationId)) {
+        const known = defined.length > 0 ? defined.join(", ") : "none";
+        problems.push({ path: where, message: `unknown destination ${name} (defined: ${known})` });
+      } else if (seen.has(destinationId)) {
+        problems.push({ path: where, message: `destination ${name} is listed twice` });
+      }
+      seen.add(destinationId);
+    });
+  }
+  return problems;
+}
