@@ -1,0 +1,163 @@
+/**
+ * `distributor prune` as a library operation (SPEC §8, seed: Prune Semantics):
+ * delete the selected owner's outputs that the destination's `retention.prune`
+ * policy selects. A dry run unless `apply` is set.
+ *
+ * Crash safety: files are deleted first, then the state is rewritten without the
+ * records of confirmed deletions. A crash in between leaves records whose files
+ * are gone; the next prune selects them again, the delete finds them already
+ * missing (which counts as deleted) and the state converges.
+ */
+import type { PrunePolicy } from "../config/types.js";
+import { DistributorError } from "../errors.js";
+import { type PlannedPrune, planPrune } from "../planning/plan-prune.js";
+import { formatTimestamp, isRfc3339, parseRfc3339 } from "../state/timestamps.js";
+import type { CatalogState } from "../state/types.js";
+import { openDestination } from "../storage/create-driver.js";
+import type { StorageDriver } from "../storage/driver.js";
+import { DISTRIBUTOR_VERSION } from "../version.js";
+import {
+  type MaintenanceOptions,
+  maintenanceConfig,
+  requireValidState,
+  selectOwnerPair,
+  writeCatalog,
+} from "./_maintenance.js";
+import { withLocks } from "./locks.js";
+import { readState } from "./read-root.js";
+import { removeStaleTempFiles } from "./stale-temp.js";
+
+export interface PruneOptions extends MaintenanceOptions {
+  /** Delete the planned outputs. Default false: a dry run (no lock, no write). */
+  apply?: boolean;
+  /** RFC 3339 instant to evaluate the policy at (`--now`). Default: the real time. */
+  now?: string;
+  /** The real clock (state `updated_at`, default policy instant), for tests. */
+  clock?: () => Date;
+  /** Warnings (stale lock taken over). */
+  onWarning?: (message: string) => void;
+}
+
+/** The `prune --json` document (SPEC §10), plus the owner, root and policy. */
+export interface PruneReport {
+  /** False when any planned delete failed. */
+  ok: boolean;
+  dry_run: boolean;
+  pipeline_id: string;
+  destination_id: string;
+  root: string;
+  /** The instant the policy was evaluated at, `YYYY-MM-DDTHH:MM:SSZ`. */
+  now: string;
+  policy: { max_age_seconds: number; keep_latest: number };
+  /** Selected outputs, sorted by path, each with why it was chosen. */
+  planned: Array<Pick<PlannedPrune, "path" | "updated_at" | "reason">>;
+  /** Confirmed deletions (already-missing files included); their records are gone. */
+  deleted: string[];
+  /** Deletes that failed; their records are kept. */
+  failed: Array<{ path: string; message: string }>;
+}
+
+/**
+ * Plan (and with `apply`, carry out) retention for one owner. Throws
+ * `config_invalid` when the destination has no `retention.prune`, `usage` for a
+ * bad `now`, `no_state` / `state_conflict` for a missing or unusable state,
+ * `locked` when another writer holds the root.
+ */
+export async function prune(options: PruneOptions = {}): Promise<PruneReport> {
+  const clock = options.clock ?? (() => new Date());
+  const policyInstant = _policyInstant(options.now, clock);
+  const config = await maintenanceConfig(options);
+  const { pipeline, destination } = selectOwnerPair(config, { ...options, command: "prune" });
+  const policy = destination.retention?.prune;
+  if (policy === undefined) {
+    throw new DistributorError(
+      "config_invalid",
+      `destinations.${destination.id}.retention.prune is not set in ${config.file}: prune has no policy to apply. Add retention: { prune: { max_age: 30d, keep_latest: 0 } } to destination ${destination.id}.`,
+      { paths: [`destinations.${destination.id}.retention.prune`] },
+    );
+  }
+  const driver = await openDestination(destination);
+  const owner = { pipelineId: pipeline.id, destinationId: destination.id };
+  const body = () =>
+    _prune(driver, { owner, policy, now: policyInstant, apply: options.apply, clock });
+  const result = options.apply
+    ? await withLocks([driver], body, { onWarning: options.onWarning })
+    : await body();
+  return {
+    ok: result.failed.length === 0,
+    dry_run: !options.apply,
+    pipeline_id: pipeline.id,
+    destination_id: destination.id,
+    root: driver.root,
+    now: formatTimestamp(policyInstant),
+    policy: { max_age_seconds: policy.maxAgeSeconds, keep_latest: policy.keepLatest },
+    ...result,
+  };
+}
+
+function _policyInstant(now: string | undefined, clock: () => Date): Date {
+  if (now === undefined) return clock();
+  if (!isRfc3339(now)) {
+    throw new DistributorError(
+      "usage",
+      `--now ${JSON.stringify(now)} is not an RFC 3339 timestamp. Write it like 2026-06-30T12:00:00Z.`,
+    );
+  }
+  return parseRfc3339(now);
+}
+
+type PruneResult = Pick<PruneReport, "planned" | "deleted" | "failed">;
+
+interface PruneContext {
+  owner: { pipelineId: string; destinationId: string };
+  policy: PrunePolicy;
+  now: Date;
+  apply?: boolean;
+  clock: () => Date;
+}
+
+async function _prune(driver: StorageDriver, context: PruneContext): Promise<PruneResult> {
+  const { state, stateToken } = await readState(driver);
+  const catalog = requireValidState(state, { root: driver.root, command: "prune" });
+  const plan = planPrune({
+    state: catalog,
+    owner: context.owner,
+    policy: context.policy,
+    now: context.now,
+  });
+  const planned = plan.planned.map(({ path, updated_at, reason }) => ({
+    path,
+    updated_at,
+    reason,
+  }));
+  if (!context.apply || planned.length === 0) return { planned, deleted: [], failed: [] };
+  await removeStaleTempFiles(driver);
+  const results = await driver.deleteMany(planned.map((entry) => entry.path));
+  const deleted = results
+    .filter((result) => result.error === undefined)
+    .map((result) => result.path);
+  const failed = results.flatMap((result) =>
+    result.error === undefined ? [] : [{ path: result.path, message: result.error }],
+  );
+  if (deleted.length > 0) {
+    const next = _withoutRecords(catalog, {
+      paths: deleted,
+      now: formatTimestamp(context.clock()),
+    });
+    await writeCatalog(driver, next, stateToken);
+  }
+  return { planned, deleted, failed };
+}
+
+function _withoutRecords(
+  state: CatalogState,
+  change: { paths: string[]; now: string },
+): CatalogState {
+  const gone = new Set(change.paths);
+  return {
+    ...state,
+    distributor_version: DISTRIBUTOR_VERSION,
+    updated_at: change.now,
+    outputs: state.outputs.filter((record) => !gone.has(record.path)),
+  };
+}
