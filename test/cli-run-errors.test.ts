@@ -1,0 +1,193 @@
+/**
+ * `distributor run` as a process: every error code a filesystem destination can
+ * reach, with its exit code, its one JSON document, and proof that nothing was
+ * written. No error may print a stack trace.
+ */
+import assert from "node:assert/strict";
+import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { cleanupTempDirs, listFiles, runCliJson, writeBundle } from "./helpers/fixtures.js";
+import {
+  deadPid,
+  exists,
+  hasStackTrace,
+  lockText,
+  onlyResult,
+  publishedFiles,
+  type RunJson,
+  SITE_FILES,
+  SITE_OUTPUTS,
+  scenario,
+} from "./helpers/scenario.js";
+
+after(cleanupTempDirs);
+
+/** An error that happens before planning: exactly `{ok:false, error:{code,message,paths}}`. */
+function assertErrorOnly(json: RunJson, code: string): void {
+  assert.deepEqual(Object.keys(json), ["ok", "error"], JSON.stringify(json));
+  assert.equal(json.ok, false);
+  assert.equal(json.error?.code, code, JSON.stringify(json));
+  assert.deepEqual(Object.keys(json.error ?? {}).sort(), ["code", "message", "paths"]);
+  assert.ok((json.error?.message.length ?? 0) > 10, "a message that says what is wrong");
+}
+
+describe("config_invalid", () => {
+  test("an unknown key: exit 2, one JSON document naming the key path", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: {
+        web: { root: path.join(base, "public"), workflw: "additive" } as never,
+      },
+    }));
+    const { code, json, stderr } = await s.runJson();
+    assert.equal(code, 2);
+    assertErrorOnly(json, "config_invalid");
+    assert.match(json.error?.message ?? "", /destinations\.web\.workflw/);
+    assert.equal(hasStackTrace(stderr), false, stderr);
+    const human = await s.run();
+    assert.equal(human.code, 2);
+    assert.match(human.stderr, /config_invalid/);
+    assert.equal(hasStackTrace(human.stderr), false, human.stderr);
+    assert.equal(await exists(s.root), false);
+  });
+
+  test("a missing config file is config_invalid (exit 2)", async () => {
+    const s = await scenario();
+    const { code, json } = await runCliJson<RunJson>([
+      "run",
+      "--config",
+      path.join(s.base, "nope.yaml"),
+    ]);
+    assert.equal(code, 2);
+    assertErrorOnly(json, "config_invalid");
+  });
+});
+
+describe("usage", () => {
+  test("an unknown flag: exit 2, usage", async () => {
+    const s = await scenario();
+    const { code, json, stderr } = await s.runJson(["--bogus"]);
+    assert.equal(code, 2);
+    assertErrorOnly(json, "usage");
+    assert.match(json.error?.message ?? "", /--bogus/);
+    assert.equal(hasStackTrace(stderr), false);
+  });
+
+  test("an unknown --pipeline: exit 2, usage naming it", async () => {
+    const s = await scenario();
+    const { code, json } = await s.runJson(["--pipeline", "nope"]);
+    assert.equal(code, 2);
+    assertErrorOnly(json, "usage");
+    assert.match(json.error?.message ?? "", /nope/);
+    assert.equal(await exists(s.root), false);
+  });
+});
+
+describe("source_invalid", () => {
+  test("hash mismatch, missing file and symlink are all named; nothing is written", async () => {
+    const s = await scenario();
+    const bundle = path.join(s.base, "bad");
+    await writeBundle(bundle, { ...SITE_FILES, "gone.txt": "soon gone\n", "link.txt": "real\n" });
+    await writeFile(path.join(bundle, "data/a.txt"), "tampered\n");
+    await rename(path.join(bundle, "gone.txt"), path.join(s.base, "gone.txt"));
+    await rename(path.join(bundle, "link.txt"), path.join(s.base, "link-target.txt"));
+    await symlink(path.join(s.base, "link-target.txt"), path.join(bundle, "link.txt"));
+    const manifestBefore = await readFile(path.join(bundle, "manifest.json"));
+    const { code, json, stderr } = await s.runJson(["--source", bundle]);
+    assert.equal(code, 1);
+    assertErrorOnly(json, "source_invalid");
+    assert.deepEqual([...(json.error?.paths ?? [])].sort(), ["data/a.txt", "gone.txt", "link.txt"]);
+    assert.equal(hasStackTrace(stderr), false);
+    assert.deepEqual(await listFiles(s.root), []);
+    assert.deepEqual(await readFile(path.join(bundle, "manifest.json")), manifestBefore);
+    const human = await s.run(["--source", bundle]);
+    assert.equal(human.code, 1);
+    for (const bad of ["data/a.txt", "gone.txt", "link.txt"])
+      assert.match(human.stderr, new RegExp(bad));
+  });
+});
+
+describe("output_collision", () => {
+  test("page.md and page.html both planning page.html: exit 1, nothing written", async () => {
+    const s = await scenario();
+    const bundle = await s.bundle("collide", { "page.md": "# Page\n", "page.html": "<p>x</p>\n" });
+    const { code, json } = await s.runJson(["--source", bundle]);
+    assert.equal(code, 1);
+    assertErrorOnly(json, "output_collision");
+    assert.ok(json.error?.paths.includes("page.html"), JSON.stringify(json.error));
+    assert.deepEqual(await listFiles(s.root), []);
+  });
+});
+
+describe("transform_failed", () => {
+  test("Markdown that is not UTF-8: exit 1, transform_failed naming the file", async () => {
+    const s = await scenario();
+    const bundle = await s.bundle("latin1", {
+      "ok.md": "# fine\n",
+      "bad.md": Uint8Array.from([0x23, 0x20, 0xff, 0xfe, 0x41, 0x0a]),
+    });
+    const { code, json, stderr } = await s.runJson(["--source", bundle]);
+    assert.equal(code, 1);
+    assertErrorOnly(json, "transform_failed");
+    assert.ok(json.error?.paths.includes("bad.md"), JSON.stringify(json.error));
+    assert.equal(hasStackTrace(stderr), false);
+    assert.deepEqual(await listFiles(s.root), []);
+  });
+});
+
+describe("unsafe_path", () => {
+  test("a symlinked directory on a planned path's parent: nothing written through it", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    const target = path.join(s.base, "outside");
+    await mkdir(target);
+    await writeFile(path.join(target, "sentinel.txt"), "do not touch\n");
+    await rename(path.join(s.root, "docs"), path.join(s.base, "docs-moved"));
+    await symlink(target, path.join(s.root, "docs"));
+    const v2 = await s.bundle("v2", { ...SITE_FILES, "docs/guide.md": "# Guide\n\nv2\n" });
+    const { code, json, stderr } = await s.runJson(["--source", v2]);
+    assert.equal(code, 1, JSON.stringify(json));
+    assert.equal(json.ok, false);
+    const codes = [json.error?.code, ...(json.results ?? []).map((r) => r.error?.code)];
+    assert.ok(codes.includes("unsafe_path"), JSON.stringify(json));
+    assert.equal(hasStackTrace(stderr), false);
+    assert.deepEqual(await listFiles(target), ["sentinel.txt"]);
+    assert.equal(await readFile(path.join(target, "sentinel.txt"), "utf8"), "do not touch\n");
+  });
+});
+
+describe("locked", () => {
+  test("a lock held by a live process: exit 1 naming the holder; the lock stays", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    const lock = lockText(process.pid, "2026-02-03T04:05:06Z");
+    await writeFile(path.join(s.root, ".distributor.lock"), lock);
+    const { code, json, stderr } = await s.runJson();
+    assert.equal(code, 1);
+    const error = json.error ?? json.results?.[0]?.error;
+    assert.equal(error?.code, "locked", JSON.stringify(json));
+    assert.match(error?.message ?? "", new RegExp(`pid ${process.pid}`));
+    assert.match(error?.message ?? "", /2026-02-03T04:05:06Z/);
+    assert.equal(hasStackTrace(stderr), false);
+    assert.equal(await readFile(path.join(s.root, ".distributor.lock"), "utf8"), lock);
+    assert.deepEqual(await listFiles(s.root), [".distributor.lock"]);
+    const human = await s.run();
+    assert.equal(human.code, 1);
+    assert.match(human.stderr + human.stdout, /locked/);
+  });
+
+  test("a lock of a dead process on this host is taken over with a warning", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    const pid = await deadPid();
+    await writeFile(path.join(s.root, ".distributor.lock"), lockText(pid));
+    const { code, json, stderr } = await s.runJson();
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.equal(onlyResult(json).action, "publish_new");
+    assert.match(stderr, /warning/i);
+    assert.match(stderr, new RegExp(`pid ${pid}`));
+    assert.equal(await exists(path.join(s.root, ".distributor.lock")), false);
+    assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS);
+  });
+});
