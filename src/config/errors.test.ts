@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { DistributorError } from "../errors.js";
+import { loadConfig } from "./load.js";
+
+const tempDirs: string[] = [];
+after(async () => {
+  await Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+/** Load `text` as distributor.yaml and return the config_invalid error it must raise. */
+async function configErrorOf(text: string): Promise<DistributorError> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "distributor-config-"));
+  tempDirs.push(dir);
+  await writeFile(path.join(dir, "distributor.yaml"), text);
+  try {
+    await loadConfig({ cwd: dir, env: {} });
+  } catch (error) {
+    assert.ok(error instanceof DistributorError, `not a DistributorError: ${String(error)}`);
+    assert.equal(error.code, "config_invalid");
+    return error;
+  }
+  assert.fail("the config loaded, but an error was expected");
+}
+
+/** The problem lines of a config error: "  <key path>: <message>". */
+function problemLines(error: DistributorError): string[] {
+  return error.message
+    .split("\n")
+    .filter((line) => line.startsWith("  "))
+    .map((line) => line.trim());
+}
+
+/** A valid config whose `site` destination gets `extra` appended (indented 4). */
+function siteWith(extra: string): string {
+  return `
+pipelines:
+  reports:
+    destinations: [site]
+destinations:
+  site:
+    storage: { root: ./public }
+${extra}`;
+}
+
+describe("config errors name the exact key path", () => {
+  test("unknown keys at several depths, all reported at once", async () => {
+    const error = await configErrorOf(`
+pipelinez: {}
+pipelines:
+  reports:
+    destinations: [site]
+    includes: ["**"]
+    transforms:
+      - { transform: markdown_to_html, keepsource: true }
+destinations:
+  site:
+    storage: { root: ./public, bucket: x }
+    workflw: additive
+    retention: { prune: { max_age: 1d, keep: 2 }, archive: {} }
+`);
+    assert.deepEqual(
+      problemLines(error).sort(),
+      [
+        "pipelinez: unknown key",
+        "destinations.site.retention.archive: unknown key",
+        "destinations.site.retention.prune.keep: unknown key",
+        "destinations.site.storage.bucket: unknown key",
+        "destinations.site.workflw: unknown key",
+        "pipelines.reports.includes: unknown key",
+        "pipelines.reports.transforms[0].keepsource: unknown key",
+      ].sort(),
+    );
+    assert.ok(error.paths.includes("destinations.site.workflw"));
+    assert.ok(error.paths.includes("pipelines.reports.transforms[0].keepsource"));
+  });
+
+  test("wrong types and values", async () => {
+    const error = await configErrorOf(`
+pipelines:
+  reports:
+    source: 42
+    destinations: site
+    transforms:
+      - transform: markdown_to_pdf
+        keep_source: "yes"
+destinations:
+  site:
+    storage: { type: ftp, root: ./public }
+    workflow: replace
+  other:
+    storage: { type: s3, bucket: b, max_concurrency: 65, force_path_style: 1 }
+    retention: { prune: { max_age: 30, keep_latest: 1.5 } }
+`);
+    const lines = problemLines(error);
+    const expected = [
+      "pipelines.reports.source: expected a string, got number 42",
+      'pipelines.reports.destinations: expected a list, got string "site"',
+      'pipelines.reports.transforms[0].transform: expected "markdown_to_html"',
+      'pipelines.reports.transforms[0].keep_source: expected a boolean, got string "yes"',
+      'destinations.site.storage.type: expected "filesystem" or "s3"',
+      'destinations.site.workflow: expected "additive" or "replacement"',
+      "destinations.other.storage.max_concurrency: must be a whole number from 1 to 64",
+      "destinations.other.storage.force_path_style: expected a boolean, got number 1",
+      "destinations.other.retention.prune.max_age: expected a string, got number 30",
+      "destinations.other.retention.prune.keep_latest: must be a whole number, 0 or more",
+    ];
+    assert.deepEqual([...lines].sort(), [...expected].sort());
+  });
+
+  test("missing required keys", async () => {
+    const error = await configErrorOf(`
+pipelines:
+  reports: { source: ./b }
+destinations:
+  site: { path: x }
+  bucket: { storage: { type: s3 } }
+  disk: { storage: { type: filesystem } }
+`);
+    assert.deepEqual(problemLines(error).sort(), [
+      "destinations.bucket.storage.bucket: missing required key",
+      "destinations.disk.storage.root: missing required key",
+      "destinations.site.storage: missing required key",
+      "pipelines.reports.destinations: missing required key",
+    ]);
+  });
+
+  test("an empty file, a list, and empty maps", async () => {
+    assert.match((await configErrorOf("")).message, /the file is empty/);
+    assert.deepEqual(problemLines(await configErrorOf("- a\n")), [
+      "(top level): expected a mapping, got a list",
+    ]);
+    assert.deepEqual(problemLines(await configErrorOf("pipelines: {}\ndestinations: {}\n")), [
+      "pipelines: must define at least one pipeline",
+      "destinations: must define at least one destination",
+    ]);
+  });
+
+  test("bad ids: map keys and destination references", async () => {
+    const error = await configErrorOf(`
+pipelines:
+  Reports: { destinations: [site] }
+  ok: { destinations: [Site_, site] }
+destinations:
+  site: { storage: { root: a } }
+  -bad: { storage: { root: b } }
+  ${"x".repeat(65)}: { storage: { root: c } }
+`);
+    const paths = error.paths;
+    assert.deepEqual(paths.sort(), [
+      "destinations.-bad",
+      `destinations.${"x".repeat(65)}`,
+      "pipelines.Reports",
+      "pipelines.ok.destinations[0]",
+    ]);
+    assert.match(error.message, /pipelines\.Reports: "Reports" is not a valid pipeline id/);
+    assert.match(error.message, /destinations\.-bad: "-bad" is not a valid destination id/);
+  });
+
+  test("a key with a dot is quoted in the key path", async () => {
+    const error = await configErrorOf(siteWith("").replace("reports:", "my.reports:"));
+    assert.deepEqual(error.paths, ['pipelines["my.reports"]']);
+  });
+
+  test("bad destination path and s3 prefix", async () => {
+    const cases: Array<[string, RegExp]> = [
+      ["/abs", /must be relative/],
+      ["a/", /must not end with \//],
+      ["a//b", /empty segment/],
+      ["a/../b", /'\.\.' segment/],
+      ["a\\\\b", /backslash/],
+      ["x/.distributor.tmp", /reserved/],
+    ];
+    for (const [value, reason] of cases) {
+      const error = await configErrorOf(siteWith(`    path: "${value}"\n`));
+      assert.deepEqual(error.paths, ["destinations.site.path"], value);
+      assert.match(error.message, reason);
+    }
+    const error = await configErrorOf(
+      siteWith("  bucket: { storage: { type: s3, bucket: b, prefix: /sites } }\n"),
+    );
+    assert.deepEqual(error.paths, ["destinations.bucket.storage.prefix"]);
+  });
+
+  test("bad urls", async () => {
+    for (const url of ["ftp://example.com/", "reports.example.com/archive", "not a url"]) {
+      const error = await configErrorOf(siteWith(`    url: "${url}"\n`));
+      assert.deepEqual(problemLines(error), [
+        "destinations.site.url: must be an absolute http(s) URL",
+      ]);
+    }
+    const error = await configErrorOf(
+      siteWith("  bucket: { storage: { type: s3, bucket: b, endpoint: 'localhost:7480' } }\n"),
+    );
+    assert.deepEqual(error.paths, ["destinations.bucket.storage.endpoint"]);
+  });
+
+  test("bad durations and a prune without max_age", async () => {
+    for (const maxAge of ["30", "30x", "1.5d", "-1d", "d", "30 d", "30D"]) {
+      const error = await configErrorOf(
+        siteWith(`    retention: { prune: { max_age: "${maxAge}" } }\n`),
+      );
+      assert.deepEqual(error.paths, ["destinations.site.retention.prune.max_age"], maxAge);
+      assert.match(error.message, /is not a duration/);
+    }
+    const error = await configErrorOf(siteWith("    retention: { prune: { keep_latest: 2 } }\n"));
+    assert.deepEqual(problemLines(error), [
+      'destinations.site.retention.prune.max_age: required when prune is set (a duration like "30d")',
+    ]);
+  });
+
+  test("unknown and repeated destination references", async () => {
+    const error = await configErrorOf(`
+pipelines:
+  reports: { destinations: [site, static-site, site] }
+destinations:
+  site: { storage: { root: a }, workflow: nope }
+`);
+    assert.deepEqual(problemLines(error), [
+      'destinations.site.workflow: expected "additive" or "replacement"',
+      'pipelines.reports.destinations[1]: unknown destination "static-site" (defined: site)',
+      'pipelines.reports.destinations[2]: destination "site" is listed twice',
+    ]);
+  });
+
+  test("YAML syntax errors give the line and column", async () => {
+    const error = await configErrorOf("pipelines:\n  reports: [a\ndestinations: {}\n");
+    assert.match(error.message, /^Invalid YAML in .*distributor\.yaml/);
+    assert.match(error.message, /distributor\.yaml:\d+:\d+: /);
+    const duplicate = await configErrorOf("pipelines: {}\npipelines: {}\n");
+    assert.match(duplicate.message, /distributor\.yaml:2:1: Map keys must be unique/);
+  });
+
+  test("the message lists one problem per line and says what to do next", async () => {
+    const error = await configErrorOf(siteWith("    workflw: x\n    pth: y\n"));
+    const lines = error.message.split("\n");
+    assert.match(lines[0] ?? "", /^Invalid configuration in .*distributor\.yaml \(2 problems\):$/);
+    assert.deepEqual(lines.slice(1, 3), [
+      "  destinations.site.workflw: unknown key",
+      "  destinations.site.pth: unknown key",
+    ]);
+    assert.match(lines[3] ?? "", /configuration\.md/);
+  });
+});
