@@ -1,0 +1,233 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { DistributorError } from "../errors.js";
+import {
+  headingSlug,
+  isSafeUrl,
+  type RenderMarkdownOptions,
+  renderMarkdownToHtml,
+} from "./markdown-to-html.js";
+
+function render(
+  markdown: string | Uint8Array,
+  options: Partial<RenderMarkdownOptions> = {},
+): string {
+  const input = typeof markdown === "string" ? Buffer.from(markdown, "utf8") : markdown;
+  const bytes = renderMarkdownToHtml(input, {
+    fileName: "docs/report.md",
+    allowHtml: false,
+    ...options,
+  });
+  return new TextDecoder().decode(bytes);
+}
+
+/** The rendered body only, without the document frame and stylesheet. */
+function body(markdown: string, options: Partial<RenderMarkdownOptions> = {}): string {
+  const html = render(markdown, options);
+  const match = /<main>\n([\s\S]*)<\/main>/.exec(html);
+  assert.ok(match, "document has a <main> element");
+  return match[1] as string;
+}
+
+function title(html: string): string | undefined {
+  return /<title>(.*)<\/title>/.exec(html)?.[1];
+}
+
+describe("renderMarkdownToHtml document", () => {
+  test("is a complete HTML5 document with charset, viewport and inline style", () => {
+    const html = render("# Report\n\nText.\n");
+    assert.ok(html.startsWith('<!doctype html>\n<html lang="en">\n<head>\n'));
+    assert.match(html, /<meta charset="utf-8">/);
+    assert.match(html, /<meta name="viewport" content="width=device-width, initial-scale=1">/);
+    assert.match(html, /<style>[^<]*img,video\{max-width:100%;height:auto\}/);
+    assert.match(html, /prefers-color-scheme:dark/);
+    assert.ok(html.endsWith("</html>\n"));
+  });
+
+  test("adds no scripts and no external requests", () => {
+    const html = render("# T\n\n![local](a.png) [x](https://example.com)\n");
+    assert.doesNotMatch(html, /<script/i);
+    assert.doesNotMatch(html, /<link\b/i);
+    assert.doesNotMatch(html, /@import|url\(/);
+  });
+
+  test("title is the text of the first level-1 heading, escaped", () => {
+    const html = render("Intro\n\n## Sub\n\n# Q2 *report* `<x>` & more\n\n# Second\n");
+    assert.equal(title(html), "Q2 report &lt;x&gt; &amp; more");
+  });
+
+  test("a setext level-1 heading counts", () => {
+    assert.equal(title(render("Big Title\n=========\n")), "Big Title");
+  });
+
+  test("without a level-1 heading the title is the file name without extension", () => {
+    assert.equal(title(render("## Only h2\n")), "report");
+    assert.equal(title(render("text", { fileName: "a/b/notes.v2.markdown" })), "notes.v2");
+    assert.equal(title(render("#\n", { fileName: "x.md" })), "x");
+  });
+
+  test("is deterministic byte for byte", () => {
+    const input = Buffer.from("# A\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nhttps://example.com\n");
+    const a = renderMarkdownToHtml(input, { fileName: "a.md", allowHtml: false });
+    const b = renderMarkdownToHtml(input, { fileName: "a.md", allowHtml: false });
+    assert.deepEqual(Buffer.from(a), Buffer.from(b));
+  });
+
+  test("a UTF-8 BOM is dropped", () => {
+    const withBom = render(
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from("# Héllo\n")]),
+    );
+    assert.equal(withBom, render("# Héllo\n"));
+    assert.doesNotMatch(withBom, /\ufeff/);
+  });
+
+  test("invalid UTF-8 fails with transform_failed naming the file", () => {
+    const latin1 = Buffer.from("# Caf\xe9\n", "latin1");
+    assert.throws(
+      () => render(latin1, { fileName: "docs/legacy.md" }),
+      (error: unknown) =>
+        error instanceof DistributorError &&
+        error.code === "transform_failed" &&
+        error.message.includes("docs/legacy.md") &&
+        error.paths[0] === "docs/legacy.md",
+    );
+  });
+});
+
+describe("renderMarkdownToHtml markdown", () => {
+  test("renders GFM tables with alignment", () => {
+    const html = body("| a | b |\n|:--|--:|\n| 1 | 2 |\n");
+    assert.match(html, /<table>\n<thead>\n<tr>\n<th style="text-align:left">a<\/th>/);
+    assert.match(html, /<td style="text-align:right">2<\/td>/);
+  });
+
+  test("renders strikethrough", () => {
+    assert.equal(body("~~old~~ new\n"), "<p><s>old</s> new</p>\n");
+  });
+
+  test("autolinks URLs, www hosts and emails, but not file names", () => {
+    const html = body("https://example.com/a www.example.org me@example.com and report.md\n");
+    assert.match(html, /<a href="https:\/\/example.com\/a">https:\/\/example.com\/a<\/a>/);
+    assert.match(html, /<a href="http:\/\/www.example.org">www.example.org<\/a>/);
+    assert.match(html, /<a href="mailto:me@example.com">me@example.com<\/a>/);
+    assert.match(html, / and report.md<\/p>/);
+  });
+
+  test("raw HTML is escaped by default", () => {
+    const html = body("<b>bold</b>\n\n<script>alert(1)</script>\n");
+    assert.doesNotMatch(html, /<b>|<script>/);
+    assert.match(html, /&lt;b&gt;bold&lt;\/b&gt;/);
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+  });
+
+  test("raw HTML passes through as written with allowHtml", () => {
+    const html = body('<div class="note">hi <b>there</b></div>\n\ntext <kbd>K</kbd>\n', {
+      allowHtml: true,
+    });
+    assert.match(html, /<div class="note">hi <b>there<\/b><\/div>/);
+    assert.match(html, /text <kbd>K<\/kbd>/);
+  });
+});
+
+describe("renderMarkdownToHtml heading ids", () => {
+  test("headings get GitHub-style ids so fragment links land", () => {
+    const html = body("# Report\n\n## Data sources & *methods*\n\n### Größe 2026\n");
+    assert.match(html, /<h1 id="report">Report<\/h1>/);
+    assert.match(html, /<h2 id="data-sources--methods">/);
+    assert.match(html, /<h3 id="größe-2026">/);
+  });
+
+  test("repeated headings get numbered ids", () => {
+    const html = body("## Notes\n\n## Notes\n\n## Notes\n");
+    assert.deepEqual(
+      [...html.matchAll(/id="([^"]+)"/g)].map((m) => m[1]),
+      ["notes", "notes-1", "notes-2"],
+    );
+  });
+
+  test("ids do not carry over between documents", () => {
+    body("## Notes\n");
+    assert.match(body("## Notes\n"), /id="notes"/);
+  });
+
+  test("headingSlug drops punctuation and keeps letters of any script", () => {
+    assert.equal(headingSlug("  Hello, World!  "), "hello-world");
+    assert.equal(headingSlug("snake_case and-dash"), "snake_case-and-dash");
+  });
+});
+
+describe("renderMarkdownToHtml dangerous URLs", () => {
+  const cases = [
+    "[x](javascript:alert(1))",
+    "[x](JaVaScRiPt:alert(1))",
+    "[x](vbscript:msgbox(1))",
+    "[x](VBScript:msgbox(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    "[x](data:image/png;base64,AAAA)",
+    "![x](data:image/png;base64,AAAA)",
+    "![x](javascript:alert(1))",
+    "[x](&#x6A;avascript:alert(1))",
+    "[x](java&#115;cript:alert(1))",
+    "[x](javascript&colon;alert(1))",
+    "[x](<java\tscript:alert(1)>)",
+    "[x](<\u0001javascript:alert(1)>)",
+    "<javascript:alert(1)>",
+    "<DATA:text/html,hi>",
+    "[x][ref]\n\n[ref]: javascript:alert(1)",
+  ];
+  for (const markdown of cases) {
+    test(`not a live link: ${JSON.stringify(markdown)}`, () => {
+      const html = body(`${markdown}\n`, { allowHtml: false });
+      assert.doesNotMatch(html, /<a |<img /, html);
+    });
+  }
+
+  test("safe URLs stay live", () => {
+    const html = body(
+      "[a](https://x.test/) [b](page.html) [c](#top) [d](mailto:a@b.test) ![i](i.png)\n",
+    );
+    assert.equal((html.match(/<a href=/g) ?? []).length, 4);
+    assert.match(html, /<img src="i.png" alt="i">|<img src="i.png" alt="i" \/>/);
+  });
+
+  test("isSafeUrl sees through case, whitespace, controls and percent-encoding", () => {
+    for (const url of [
+      "JAVASCRIPT:x",
+      " javascript:x",
+      "java\nscript:x",
+      "\u0000data:x",
+      "%6Aavascript:x",
+      "file:///etc/passwd",
+    ]) {
+      assert.equal(isSafeUrl(url), false, url);
+    }
+    for (const url of [
+      "https://a.test",
+      "a/b.html",
+      "#x",
+      "mailto:a@b.test",
+      "./javascript.html",
+      "%zz",
+    ]) {
+      assert.equal(isSafeUrl(url), true, url);
+    }
+  });
+});
+
+describe("renderMarkdownToHtml link rewriting", () => {
+  const rewriteLink = (href: string): string | undefined =>
+    href.startsWith("other.md") ? `other.html${href.slice("other.md".length)}` : undefined;
+
+  test("the rewriter replaces link hrefs it returns a value for", () => {
+    const html = body("[a](other.md#part) [b](keep.md) ![c](other.md)\n", { rewriteLink });
+    assert.match(html, /<a href="other.html#part">a<\/a>/);
+    assert.match(html, /<a href="keep.md">b<\/a>/);
+    // Images are never rewritten.
+    assert.match(html, /<img src="other.md"/);
+  });
+
+  test("the rewriter state does not leak into a later render without one", () => {
+    body("[a](other.md)\n", { rewriteLink });
+    assert.match(body("[a](other.md)\n"), /<a href="other.md">/);
+  });
+});

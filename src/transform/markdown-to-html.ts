@@ -1,0 +1,205 @@
+/**
+ * The `markdown_to_html` transform (SPEC §4): CommonMark + GFM tables,
+ * strikethrough and autolinks, rendered by markdown-it into a complete,
+ * self-contained HTML5 document. Pure and deterministic: the same bytes and
+ * options always give the same output bytes.
+ *
+ * Safety: raw HTML is escaped unless `allowHtml`. Links and images whose URL uses
+ * `javascript:`, `vbscript:`, `data:` (or `file:`) are never emitted as live links,
+ * however they are spelt (case, entities, embedded whitespace or control
+ * characters). With `allowHtml` the raw HTML of the author passes through as
+ * written, by design — the tool adds no scripts, but it does not sanitize the
+ * author's own markup.
+ */
+import MarkdownIt from "markdown-it";
+import type Token from "markdown-it/lib/token.mjs";
+import { DistributorError } from "../errors.js";
+import { DOCUMENT_STYLE } from "./style.js";
+
+export interface RenderMarkdownOptions {
+  /** Manifest path of the input; names it in errors and gives the fallback title. */
+  fileName: string;
+  /** Pass raw HTML through as written (default in config: false, escape it). */
+  allowHtml: boolean;
+  /**
+   * Called with each link's href (already percent-encoded by markdown-it); a
+   * returned string replaces it, `undefined` keeps it. Images are not rewritten.
+   */
+  rewriteLink?: (href: string) => string | undefined;
+}
+
+interface RenderEnv {
+  rewriteLink?: (href: string) => string | undefined;
+}
+
+// ASCII whitespace and C0 controls: browsers ignore or strip them inside a scheme.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to strip them
+const IGNORED_IN_SCHEME = /[\u0000-\u0020\u007f]+/g;
+const FORBIDDEN_SCHEME = /^(javascript|vbscript|data|file):/;
+
+/** False for URLs that would run code or embed content: javascript:, vbscript:, data:, file:. */
+export function isSafeUrl(url: string): boolean {
+  const squeezed = url.replace(IGNORED_IN_SCHEME, "").toLowerCase();
+  if (FORBIDDEN_SCHEME.test(squeezed)) return false;
+  let decoded = squeezed;
+  try {
+    decoded = decodeURIComponent(squeezed).replace(IGNORED_IN_SCHEME, "").toLowerCase();
+  } catch {
+    // Malformed percent-encoding: the undecoded form was checked above.
+  }
+  return !FORBIDDEN_SCHEME.test(decoded);
+}
+
+function linkifyWww(md: MarkdownIt): void {
+  // GFM autolinks: scheme URLs, emails and "www." hosts. linkify-it's fuzzy mode would
+  // also turn file names like "report.md" (.md is a TLD) into links, so it is off.
+  let tail: RegExp | undefined;
+  md.linkify.set({ fuzzyLink: false });
+  md.linkify.add("www.", {
+    validate(text, pos, self) {
+      const re = (self as unknown as { re: Record<string, string> }).re;
+      tail ??= new RegExp(`^${re.src_host_port_strict}${re.src_path}`, "i");
+      return tail.exec(text.slice(pos))?.[0].length ?? 0;
+    },
+    normalize(match) {
+      match.url = `http://${match.url}`;
+    },
+  });
+}
+
+/** GitHub-style heading slug: lowercase, punctuation dropped, spaces become hyphens. */
+export function headingSlug(text: string): string {
+  return text
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** Give each heading an id (deduplicated with -1, -2, ...) so `page.html#section` links land. */
+function headingIds(md: MarkdownIt): void {
+  md.core.ruler.push("heading_ids", (state) => {
+    const seen = new Map<string, number>();
+    state.tokens.forEach((token, index) => {
+      if (token.type !== "heading_open" || token.attrGet("id") !== null) return;
+      const base = headingSlug(inlineText(state.tokens[index + 1]?.children ?? []));
+      if (base === "") return;
+      const count = seen.get(base) ?? 0;
+      seen.set(base, count + 1);
+      token.attrSet("id", count === 0 ? base : `${base}-${count}`);
+    });
+  });
+}
+
+function createRenderer(allowHtml: boolean): MarkdownIt {
+  const md = new MarkdownIt("commonmark", { html: allowHtml, linkify: true });
+  md.enable(["table", "strikethrough", "linkify"]);
+  linkifyWww(md);
+  headingIds(md);
+  md.validateLink = isSafeUrl;
+  md.renderer.rules.link_open = (tokens, idx, options, env: RenderEnv, self) => {
+    const token = tokens[idx] as Token;
+    const href = token.attrGet("href");
+    const rewritten = href === null ? undefined : env.rewriteLink?.(href);
+    if (rewritten !== undefined) token.attrSet("href", rewritten);
+    return self.renderToken(tokens, idx, options);
+  };
+  return md;
+}
+
+// One instance per setting: markdown-it instances are reusable and rendering is synchronous.
+const renderers = new Map<boolean, MarkdownIt>();
+
+function rendererFor(allowHtml: boolean): MarkdownIt {
+  let md = renderers.get(allowHtml);
+  if (!md) {
+    md = createRenderer(allowHtml);
+    renderers.set(allowHtml, md);
+  }
+  return md;
+}
+
+function inlineText(children: readonly Token[]): string {
+  let text = "";
+  for (const child of children) {
+    if (child.type === "text" || child.type === "code_inline") text += child.content;
+    else if (child.type === "image") text += inlineText(child.children ?? []);
+    else if (child.type === "softbreak" || child.type === "hardbreak") text += " ";
+  }
+  return text;
+}
+
+/** Text of the first level-1 heading, whitespace collapsed; undefined when there is none or it is empty. */
+function firstH1Text(tokens: readonly Token[]): string | undefined {
+  const index = tokens.findIndex((t) => t.type === "heading_open" && t.tag === "h1");
+  if (index < 0) return undefined;
+  const text = inlineText(tokens[index + 1]?.children ?? [])
+    .replace(/\s+/g, " ")
+    .trim();
+  return text === "" ? undefined : text;
+}
+
+function fallbackTitle(fileName: string): string {
+  const base = fileName.slice(fileName.lastIndexOf("/") + 1);
+  const dot = base.lastIndexOf(".");
+  return dot > 0 ? base.slice(0, dot) : base;
+}
+
+function escapeHtml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;");
+}
+
+function decodeUtf8(input: Uint8Array, fileName: string): string {
+  try {
+    // TextDecoder drops a leading BOM by default (ignoreBOM: false).
+    return new TextDecoder("utf-8", { fatal: true }).decode(input);
+  } catch (cause) {
+    throw new DistributorError(
+      "transform_failed",
+      `markdown_to_html: ${fileName} is not valid UTF-8 text. Save it as UTF-8, or exclude it from the transform's include.`,
+      { paths: [fileName], cause },
+    );
+  }
+}
+
+/**
+ * Render Markdown bytes into a complete HTML5 document (UTF-8 bytes): doctype,
+ * `<html lang="en">`, charset and viewport meta, `<title>` from the first level-1
+ * heading (else the file name without extension), an inline stylesheet for desktop
+ * and phone; no external requests and no scripts added. Headings get GitHub-style
+ * ids (`## Data sources` → `id="data-sources"`) so fragment links land. Deterministic.
+ *
+ * @throws DistributorError `transform_failed` when `input` is not valid UTF-8.
+ */
+export function renderMarkdownToHtml(
+  input: Uint8Array,
+  options: RenderMarkdownOptions,
+): Uint8Array {
+  const source = decodeUtf8(input, options.fileName);
+  const md = rendererFor(options.allowHtml);
+  const env: RenderEnv = options.rewriteLink ? { rewriteLink: options.rewriteLink } : {};
+  const tokens = md.parse(source, env);
+  const title = firstH1Text(tokens) ?? fallbackTitle(options.fileName);
+  const body = md.renderer.render(tokens, md.options, env);
+  const html = [
+    "<!doctype html>",
+    '<html lang="en">',
+    "<head>",
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style>${DOCUMENT_STYLE}</style>`,
+    "</head>",
+    "<body>",
+    "<main>",
+    `${body}</main>`,
+    "</body>",
+    "</html>",
+    "",
+  ].join("\n");
+  return new TextEncoder().encode(html);
+}

@@ -1,0 +1,281 @@
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, test } from "node:test";
+import picomatch from "picomatch";
+import { sha256Digest } from "../bundle/manifest.js";
+import { writeTestBundle } from "../bundle/testing.js";
+import { loadBundle } from "../bundle/verify.js";
+import type { PipelineConfig, TransformConfig } from "../config/types.js";
+import { DistributorError } from "../errors.js";
+import type { PlannedOutput } from "../model.js";
+import { mediaTypeFor, planOutputs } from "./planned-outputs.js";
+
+function globs(patterns: string[]): (p: string) => boolean {
+  const matchers = patterns.map((glob) => picomatch(glob, { dot: true }));
+  return (p) => matchers.some((m) => m(p));
+}
+
+function markdownTransform(options: Partial<TransformConfig> = {}): TransformConfig {
+  const include = options.include ?? ["**/*.md", "**/*.markdown"];
+  return {
+    transform: "markdown_to_html",
+    include,
+    keepSource: options.keepSource ?? false,
+    allowHtml: options.allowHtml ?? false,
+    matches: globs(include),
+  };
+}
+
+function pipeline(
+  options: { include?: string[]; exclude?: string[]; transforms?: TransformConfig[] } = {},
+): PipelineConfig {
+  const include = options.include ?? ["**"];
+  const exclude = options.exclude ?? [];
+  const included = globs(include);
+  const excluded = globs(exclude);
+  return {
+    id: "reports",
+    destinations: ["site"],
+    include,
+    exclude,
+    selects: (p) => included(p) && !excluded(p),
+    transforms: options.transforms ?? [markdownTransform()],
+  };
+}
+
+async function plan(
+  files: Record<string, string>,
+  config: PipelineConfig,
+  mediaTypes?: Record<string, string>,
+) {
+  const bundle = await loadBundle(await writeTestBundle(files, mediaTypes ? { mediaTypes } : {}));
+  return { bundle, outputs: await planOutputs(bundle, config) };
+}
+
+function text(output: PlannedOutput | undefined): string {
+  assert.ok(output, "output exists");
+  assert.equal(output.content.type, "bytes");
+  return output.content.type === "bytes" ? new TextDecoder().decode(output.content.bytes) : "";
+}
+
+async function expectError(promise: Promise<unknown>, code: string): Promise<DistributorError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  assert.ok(caught instanceof DistributorError, `expected DistributorError, got ${caught}`);
+  assert.equal(caught.code, code);
+  return caught;
+}
+
+describe("planOutputs", () => {
+  test("source files are copied, Markdown becomes generated HTML; sorted by path", async () => {
+    const { bundle, outputs } = await plan(
+      { "report.md": "# Report\n", "b.css": "x{}", "a/img.png": "png" },
+      pipeline(),
+      { "a/img.png": "image/x-custom" },
+    );
+    assert.deepEqual(
+      outputs.map((o) => [o.path, o.kind, o.sourcePath, o.transform]),
+      [
+        ["a/img.png", "source", "a/img.png", undefined],
+        ["b.css", "source", "b.css", undefined],
+        ["report.html", "generated", "report.md", "markdown_to_html"],
+      ],
+    );
+    const png = outputs[0] as PlannedOutput;
+    assert.deepEqual(png.content, { type: "file", absPath: path.join(bundle.dir, "a/img.png") });
+    assert.equal(png.sha256, sha256Digest(Buffer.from("png")));
+    assert.equal(png.size, 3);
+    assert.equal(png.mediaType, "image/x-custom");
+    assert.equal(outputs[1]?.mediaType, "text/css; charset=utf-8");
+  });
+
+  test("a generated output carries the digest and size of its rendered bytes", async () => {
+    const { outputs } = await plan({ "report.md": "# Report\n" }, pipeline());
+    const html = outputs[0] as PlannedOutput;
+    assert.equal(html.mediaType, "text/html; charset=utf-8");
+    assert.ok(html.content.type === "bytes");
+    assert.equal(html.size, html.content.bytes.byteLength);
+    assert.equal(html.sha256, sha256Digest(html.content.bytes));
+    assert.match(text(html), /<title>Report<\/title>/);
+  });
+
+  test("include and exclude are respected", async () => {
+    const config = pipeline({ include: ["docs/**", "index.md"], exclude: ["**/*.tmp"] });
+    const { outputs } = await plan(
+      { "index.md": "#", "docs/a.txt": "a", "docs/b.tmp": "b", "other.txt": "o" },
+      config,
+    );
+    assert.deepEqual(
+      outputs.map((o) => o.path),
+      ["docs/a.txt", "index.html"],
+    );
+  });
+
+  test("without transforms Markdown is published as a source file", async () => {
+    const { outputs } = await plan({ "a.md": "# A" }, pipeline({ transforms: [] }));
+    assert.deepEqual(
+      outputs.map((o) => [o.path, o.kind, o.mediaType]),
+      [["a.md", "source", "text/markdown; charset=utf-8"]],
+    );
+  });
+
+  test("keep_source also publishes the Markdown file itself", async () => {
+    const config = pipeline({ transforms: [markdownTransform({ keepSource: true })] });
+    const { outputs } = await plan({ "a.md": "# A" }, config);
+    assert.deepEqual(
+      outputs.map((o) => [o.path, o.kind]),
+      [
+        ["a.html", "generated"],
+        ["a.md", "source"],
+      ],
+    );
+  });
+
+  test(".markdown and upper-case extensions become .html", async () => {
+    const config = pipeline({
+      transforms: [markdownTransform({ include: ["**/*.markdown", "**/*.MD"] })],
+    });
+    const { outputs } = await plan({ "x/notes.markdown": "n", "README.MD": "r" }, config);
+    assert.deepEqual(
+      outputs.map((o) => o.path),
+      ["README.html", "x/notes.html"],
+    );
+  });
+
+  test("allow_html is passed to the renderer", async () => {
+    const raw = "<b>raw</b>\n";
+    const escaped = await plan({ "a.md": raw }, pipeline());
+    const passed = await plan(
+      { "a.md": raw },
+      pipeline({ transforms: [markdownTransform({ allowHtml: true })] }),
+    );
+    assert.match(text(escaped.outputs[0]), /&lt;b&gt;raw/);
+    assert.match(text(passed.outputs[0]), /<b>raw<\/b>/);
+  });
+
+  test("links to transformed Markdown are rewritten, others untouched", async () => {
+    const config = pipeline({ exclude: ["drafts/**"] });
+    const { outputs } = await plan(
+      {
+        "report.md":
+          "[m](docs/method.md#src) [q](docs/method.md?x=1) [d](drafts/d.md) [c](data.csv) [u](https://e.test/a.md)\n",
+        "docs/method.md": "[back](../report.md)\n",
+        "drafts/d.md": "draft",
+        "data.csv": "1",
+      },
+      config,
+    );
+    const report = text(outputs.find((o) => o.path === "report.html"));
+    assert.match(report, /href="docs\/method.html#src"/);
+    assert.match(report, /href="docs\/method.html\?x=1"/);
+    assert.match(report, /href="drafts\/d.md"/);
+    assert.match(report, /href="data.csv"/);
+    assert.match(report, /href="https:\/\/e.test\/a.md"/);
+    assert.match(
+      text(outputs.find((o) => o.path === "docs/method.html")),
+      /href="..\/report.html"/,
+    );
+  });
+
+  test("the first matching transform wins", async () => {
+    const first = markdownTransform({ include: ["a.md"], allowHtml: true });
+    const second = markdownTransform({ allowHtml: false });
+    const { outputs } = await plan(
+      { "a.md": "<i>x</i>", "b.md": "<i>x</i>" },
+      pipeline({ transforms: [first, second] }),
+    );
+    assert.match(text(outputs[0]), /<i>x<\/i>/);
+    assert.match(text(outputs[1]), /&lt;i&gt;/);
+  });
+
+  test("a generated path equal to a source path is an output_collision naming both", async () => {
+    const error = await expectError(
+      plan({ "a.md": "# A", "a.html": "<p>" }, pipeline()),
+      "output_collision",
+    );
+    assert.deepEqual(error.paths, ["a.html"]);
+    assert.match(
+      error.message,
+      /a\.html: generated from a\.md by markdown_to_html and source file a\.html/,
+    );
+  });
+
+  test("every collision is listed", async () => {
+    const files = { "a.md": "a", "a.markdown": "a", "b.md": "b", "b.html": "b", "c.md": "c" };
+    const error = await expectError(plan(files, pipeline()), "output_collision");
+    assert.deepEqual(error.paths, ["a.html", "b.html"]);
+  });
+
+  test("no collision when the colliding file is excluded", async () => {
+    const { outputs } = await plan(
+      { "a.md": "# A", "a.html": "<p>" },
+      pipeline({ exclude: ["*.html"] }),
+    );
+    assert.deepEqual(
+      outputs.map((o) => o.path),
+      ["a.html"],
+    );
+  });
+
+  test("invalid UTF-8 Markdown fails with transform_failed", async () => {
+    const dir = await writeTestBundle({ "bad.md": Buffer.from([0x23, 0x20, 0xff, 0xfe]) });
+    const error = await expectError(
+      planOutputs(await loadBundle(dir), pipeline()),
+      "transform_failed",
+    );
+    assert.deepEqual(error.paths, ["bad.md"]);
+  });
+
+  test("a Markdown file changed after verification is source_invalid", async () => {
+    const dir = await writeTestBundle({ "a.md": "# A" });
+    const bundle = await loadBundle(dir);
+    await writeFile(path.join(dir, "a.md"), "# B");
+    const error = await expectError(planOutputs(bundle, pipeline()), "source_invalid");
+    assert.deepEqual(error.paths, ["a.md"]);
+  });
+
+  test("planning the same bundle twice gives identical outputs", async () => {
+    const dir = await writeTestBundle({ "a.md": "# A\n\n[b](b.md)", "b.md": "b", "c.txt": "c" });
+    const bundle = await loadBundle(dir);
+    const strip = (outputs: PlannedOutput[]) => outputs.map(({ content: _c, ...rest }) => rest);
+    assert.deepEqual(
+      strip(await planOutputs(bundle, pipeline())),
+      strip(await planOutputs(bundle, pipeline())),
+    );
+  });
+});
+
+describe("mediaTypeFor", () => {
+  test("the declared media type wins", () => {
+    assert.equal(mediaTypeFor("a.bin", "application/x-thing"), "application/x-thing");
+  });
+
+  test("falls back to the extension, case-insensitive", () => {
+    const cases: [string, string][] = [
+      ["index.html", "text/html; charset=utf-8"],
+      ["a/style.CSS", "text/css; charset=utf-8"],
+      ["app.js", "text/javascript; charset=utf-8"],
+      ["d.json", "application/json"],
+      ["i.png", "image/png"],
+      ["i.JPG", "image/jpeg"],
+      ["i.svg", "image/svg+xml"],
+      ["i.webp", "image/webp"],
+      ["f.woff2", "font/woff2"],
+      ["favicon.ico", "image/vnd.microsoft.icon"],
+      ["r.pdf", "application/pdf"],
+      ["data.csv", "text/csv; charset=utf-8"],
+    ];
+    for (const [file, expected] of cases) assert.equal(mediaTypeFor(file), expected, file);
+  });
+
+  test("unknown or missing extensions are application/octet-stream", () => {
+    assert.equal(mediaTypeFor("LICENSE"), "application/octet-stream");
+    assert.equal(mediaTypeFor("a.unknownext"), "application/octet-stream");
+    assert.equal(mediaTypeFor("dir.d/file"), "application/octet-stream");
+  });
+});
