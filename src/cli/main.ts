@@ -12,6 +12,7 @@ import { validate } from "../execution/validate.js";
 import { formatRunReport } from "../reporting/human.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import { formatStatus, formatValidate } from "./format-commands.js";
+import { registerMaintenanceCommands } from "./maintenance-commands.js";
 import {
   type OutputMode,
   printJson,
@@ -114,6 +115,7 @@ function buildProgram(setExit: (code: number) => void): Command {
       setExit(0);
     });
 
+  registerMaintenanceCommands(program, setExit);
   return program;
 }
 
