@@ -183,7 +183,7 @@ async function planGroup(
       distributorVersion: DISTRIBUTOR_VERSION,
     });
     pairs.push({ pair, driver: group.driver, plan, stateClass: current.state.class, startedAt });
-    current = simulateApplied(plan, current.listing);
+    current = simulateApplied(plan, current);
   }
   return { group, pairs, token: snapshot.stateToken };
 }
