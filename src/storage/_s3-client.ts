@@ -1,0 +1,66 @@
+/**
+ * The S3 client the driver talks through, configured for S3-compatible servers
+ * (Ceph RGW, MinIO, R2) as well as AWS, plus the small protocol helpers the
+ * driver shares: ETag tokens and retries for streamed bodies.
+ */
+import { S3Client } from "@aws-sdk/client-s3";
+import { isRetryable } from "./_s3-errors.js";
+
+/** Attempts per request (the SDK's standard retry mode: backoff with jitter on throttling and 5xx). */
+export const MAX_ATTEMPTS = 5;
+
+export interface S3ClientSettings {
+  region?: string;
+  endpoint?: string;
+  forcePathStyle?: boolean;
+  maxConcurrency: number;
+}
+
+/**
+ * A client whose credentials come from the standard AWS chain only (environment,
+ * shared profile, instance role). Checksums are computed only where an
+ * operation requires them: the default trailing checksums (aws-chunked bodies)
+ * are rejected by several S3-compatible servers for streamed bodies (RGW: 411
+ * MissingContentLength).
+ */
+export function createS3Client(settings: S3ClientSettings): S3Client {
+  return new S3Client({
+    region: settings.region,
+    endpoint: settings.endpoint,
+    forcePathStyle: settings.forcePathStyle,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    retryMode: "standard",
+    maxAttempts: MAX_ATTEMPTS,
+    requestHandler: {
+      httpAgent: { keepAlive: true, maxSockets: settings.maxConcurrency },
+      httpsAgent: { keepAlive: true, maxSockets: settings.maxConcurrency },
+    },
+  });
+}
+
+/** The version token of an ETag: quotes stripped (RGW compares If-Match raw); `null` when empty. */
+export function tokenOfEtag(etag: string | undefined): string | null {
+  const token = (etag ?? "").replaceAll('"', "");
+  return token === "" ? null : token;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Run `attempt` up to {@link MAX_ATTEMPTS} times while it fails retryably, with
+ * exponential backoff and full jitter. For requests whose body is a stream: the
+ * SDK never retries those (the stream is consumed), so each attempt must open a
+ * fresh one. Errors that are not retryable (including DistributorErrors) pass
+ * through at once.
+ */
+export async function retryStreamed<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (n >= MAX_ATTEMPTS || !isRetryable(error)) throw error;
+      await sleep(Math.random() * Math.min(20_000, 100 * 2 ** n));
+    }
+  }
+}

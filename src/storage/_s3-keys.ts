@@ -1,0 +1,83 @@
+/**
+ * Bucket-level key operations of the S3 driver: the mapping of driver paths to
+ * keys, paginated listing, and batched deletes (DeleteObjects takes at most
+ * 1000 keys per request; an already-missing key is a success).
+ */
+import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { cleanPathProblem, RESERVED_PREFIX } from "../paths.js";
+
+const DELETE_BATCH = 1000;
+
+/**
+ * Delete `keys` in batches and return the error message of each key that could
+ * not be deleted (absent from the map = deleted). A failed request marks every
+ * key of its batch with `describe(error)` and the next batches still run.
+ */
+export async function deleteKeys(
+  client: S3Client,
+  bucket: string,
+  options: { keys: readonly string[]; describe: (error: unknown) => string },
+): Promise<Map<string, string>> {
+  const failures = new Map<string, string>();
+  for (let start = 0; start < options.keys.length; start += DELETE_BATCH) {
+    const batch = options.keys.slice(start, start + DELETE_BATCH);
+    try {
+      const out = await client.send(
+        new DeleteObjectsCommand({
+          Bucket: bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      for (const failure of out.Errors ?? []) {
+        if (failure.Key === undefined || failure.Code === "NoSuchKey") continue;
+        failures.set(failure.Key, `DeleteObjects failed: ${failure.Code ?? "UnknownError"}`);
+      }
+    } catch (error) {
+      const message = options.describe(error);
+      for (const key of batch) failures.set(key, message);
+    }
+  }
+  return failures;
+}
+
+/**
+ * Why `path` cannot be a driver path, or `null`. Driver paths are clean paths,
+ * and reserved tool names (state, lock, temp files) are allowed in them.
+ */
+export function driverPathProblem(path: string): string | null {
+  const masked = path
+    .split("/")
+    .map((segment) => (segment.startsWith(RESERVED_PREFIX) ? "x" : segment))
+    .join("/");
+  return cleanPathProblem(masked);
+}
+
+export interface ListedObject {
+  key: string;
+  size: number;
+}
+
+/** Every object whose key starts with `prefix` ("" = the whole bucket), page by page. */
+export async function listKeys(
+  client: S3Client,
+  bucket: string,
+  options: { prefix: string; pageSize?: number },
+): Promise<ListedObject[]> {
+  const objects: ListedObject[] = [];
+  let token: string | undefined;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({
+        Bucket: bucket,
+        Prefix: options.prefix || undefined,
+        ContinuationToken: token,
+        MaxKeys: options.pageSize,
+      }),
+    );
+    for (const object of page.Contents ?? []) {
+      if (object.Key !== undefined) objects.push({ key: object.Key, size: object.Size ?? 0 });
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  return objects;
+}

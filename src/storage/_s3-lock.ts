@@ -1,0 +1,107 @@
+/**
+ * The root lock built on conditional writes: `.distributor.lock` is created
+ * with If-None-Match "*", so of any number of concurrent writers exactly one
+ * wins. A stale lock (dead process on this host) is taken over with an If-Match
+ * on the stale lock's version, so two writers taking it over at once cannot
+ * both win either.
+ */
+import { DistributorError, LockedError, type LockHolder } from "../errors.js";
+import { LOCK_FILE } from "../paths.js";
+import {
+  currentLockHolder,
+  isStaleLockHolder,
+  parseLockHolder,
+  serializeLockHolder,
+} from "./_lock-file.js";
+import type { LockHandle, StoredBytes, VersionToken, WriteOptions } from "./driver.js";
+
+/** What the lock needs from a driver that honours conditional writes on the server. */
+export interface LockStore {
+  readonly root: string;
+  read(path: string): Promise<StoredBytes | null>;
+  write(
+    path: string,
+    content: { type: "bytes"; bytes: Uint8Array },
+    options: WriteOptions,
+  ): Promise<VersionToken>;
+  /** Delete `path` if it still has version `token`; a refused precondition is not an error. */
+  deleteIfMatch(path: string, token: VersionToken): Promise<void>;
+}
+
+function holderOf(stored: StoredBytes): LockHolder | null {
+  return parseLockHolder(new TextDecoder().decode(stored.bytes));
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof DistributorError && error.code === "state_conflict";
+}
+
+async function tryWrite(
+  store: LockStore,
+  bytes: Uint8Array,
+  ifMatch: VersionToken | null,
+): Promise<boolean> {
+  try {
+    await store.write(
+      LOCK_FILE,
+      { type: "bytes", bytes },
+      { ifMatch, contentType: "application/json" },
+    );
+    return true;
+  } catch (error) {
+    if (isConflict(error)) return false;
+    throw error;
+  }
+}
+
+/**
+ * Take the lock or throw `LockedError` naming the holder. A dead local holder
+ * is reported through `onStaleLock` and replaced once; losing that take-over
+ * race to another writer ends in `LockedError` naming the winner.
+ */
+export async function acquireObjectLock(
+  store: LockStore,
+  options: { onStaleLock?: (stale: LockHolder) => void } = {},
+): Promise<LockHandle> {
+  const holder = currentLockHolder();
+  const bytes = new TextEncoder().encode(serializeLockHolder(holder));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (await tryWrite(store, bytes, null)) return lockHandle(store, holder, bytes);
+    const existing = await store.read(LOCK_FILE);
+    // Released between our create and our read: one more create decides.
+    if (existing === null) continue;
+    const current = holderOf(existing);
+    if (attempt > 0 || current === null || !isStaleLockHolder(current)) {
+      throw new LockedError(store.root, current);
+    }
+    options.onStaleLock?.(current);
+    if (await tryWrite(store, bytes, existing.token)) return lockHandle(store, holder, bytes);
+  }
+  const last = await store.read(LOCK_FILE);
+  throw new LockedError(store.root, last === null ? null : holderOf(last));
+}
+
+function lockHandle(store: LockStore, holder: LockHolder, bytes: Uint8Array): LockHandle {
+  let released = false;
+  return {
+    holder,
+    async release() {
+      if (released) return;
+      const current = await store.read(LOCK_FILE);
+      // Only our own lock is removed: a take-over by someone else stays in place.
+      if (current !== null && Buffer.from(current.bytes).equals(Buffer.from(bytes))) {
+        await store.deleteIfMatch(LOCK_FILE, current.token);
+      }
+      released = true;
+    },
+  };
+}
+
+/** The current holder, `null` when unlocked; an unreadable lock still counts as held. */
+export async function readObjectLock(store: LockStore): Promise<LockHolder | null> {
+  const current = await store.read(LOCK_FILE);
+  if (current === null) return null;
+  return (
+    holderOf(current) ?? { hostname: "unknown (unreadable lock file)", pid: 0, started_at: "" }
+  );
+}

@@ -1,0 +1,94 @@
+/**
+ * Uploading a local file to S3 with bounded memory: a streamed single PUT below
+ * the multipart threshold, a multipart upload (lib-storage) at or above it.
+ * Errors from the server pass through raw for the driver to classify; only a
+ * source file that cannot be opened becomes a DistributorError here.
+ */
+import { open } from "node:fs/promises";
+import type { Readable } from "node:stream";
+import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { DistributorError } from "../errors.js";
+import { retryStreamed } from "./_s3-client.js";
+
+const MiB = 1024 * 1024;
+/** Parts uploaded at once: memory stays at about queueSize × partSize for any file size. */
+const QUEUE_SIZE = 4;
+
+export interface FileUpload {
+  client: S3Client;
+  /** PutObject parameters without Body and ContentLength. */
+  params: PutObjectCommandInput;
+  absPath: string;
+  /** `s3://bucket/key`, for the error about an unreadable source file. */
+  location: string;
+  /** Driver path the error names. */
+  path: string;
+}
+
+/** Open the source file, hand its stream and fstat size to `use`, and always close it. */
+async function withFileStream<T>(
+  upload: FileUpload,
+  use: (body: Readable, length: number) => Promise<T>,
+): Promise<T> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  let length: number;
+  try {
+    handle = await open(upload.absPath, "r");
+    length = (await handle.stat()).size;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "error";
+    throw new DistributorError(
+      "storage_error",
+      `${upload.location}: cannot read the file to upload (${code}: ${upload.absPath}). Check that the source bundle is still in place.`,
+      { paths: [upload.path], cause: error },
+    );
+  }
+  const body = handle.createReadStream({ autoClose: false });
+  try {
+    return await use(body, length);
+  } finally {
+    body.destroy();
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** Size of the source file, by fstat of an open handle. */
+export function sourceFileSize(upload: FileUpload): Promise<number> {
+  return withFileStream(upload, async (_body, length) => length);
+}
+
+/**
+ * One streamed PutObject with ContentLength from fstat; the returned ETag may be
+ * absent. The SDK does not retry streamed bodies, so each retry reopens the file.
+ */
+export function putFile(upload: FileUpload): Promise<string | undefined> {
+  return retryStreamed(() =>
+    withFileStream(upload, async (body, length) => {
+      const input = { ...upload.params, Body: body, ContentLength: length };
+      return (await upload.client.send(new PutObjectCommand(input))).ETag;
+    }),
+  );
+}
+
+/**
+ * A multipart upload completed at once (readers never see a partial object);
+ * parts are 5–16 MiB following `threshold`. Failed uploads are aborted so no
+ * parts are left behind. The returned ETag is empty on servers such as RGW.
+ */
+export function uploadFileMultipart(
+  upload: FileUpload,
+  threshold: number,
+): Promise<string | undefined> {
+  const partSize = Math.min(16 * MiB, Math.max(5 * MiB, threshold));
+  return withFileStream(upload, async (body, length) => {
+    const params = { ...upload.params, Body: body, ContentLength: length };
+    const multipart = new Upload({
+      client: upload.client,
+      params,
+      partSize,
+      queueSize: QUEUE_SIZE,
+    });
+    return (await multipart.done()).ETag;
+  });
+}

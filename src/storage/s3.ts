@@ -1,0 +1,346 @@
+/**
+ * The S3 storage driver (AWS S3 and S3-compatible servers: Ceph RGW, MinIO, R2).
+ * Keys are `<prefix>/<path>`; there are no directories. Writes are one PUT (or
+ * one multipart upload completed at once), so readers see old or new bytes.
+ * Conditional writes use If-None-Match / If-Match, which also build the lock.
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type PutObjectCommandInput,
+  type S3Client,
+} from "@aws-sdk/client-s3";
+import { DistributorError, type LockHolder } from "../errors.js";
+import type { OutputContent } from "../model.js";
+import { cleanPathProblem, LOCK_FILE } from "../paths.js";
+import { createS3Client, tokenOfEtag } from "./_s3-client.js";
+import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s3-errors.js";
+import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
+import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
+import { type FileUpload, putFile, sourceFileSize, uploadFileMultipart } from "./_s3-upload.js";
+import type {
+  DeleteResult,
+  LockHandle,
+  StorageDriver,
+  StorageEntry,
+  StoredBytes,
+  VersionToken,
+  WriteOptions,
+} from "./driver.js";
+
+const MiB = 1024 * 1024;
+
+export interface S3DriverOptions {
+  bucket: string;
+  /** Clean path or "" (the whole bucket). */
+  prefix: string;
+  /** Default: the AWS chain (AWS_REGION, shared profile). */
+  region?: string;
+  /** e.g. `http://127.0.0.1:7480` for a local S3-compatible server. */
+  endpoint?: string;
+  /** Path-style URLs (`endpoint/bucket/key`), needed by most self-hosted servers. */
+  forcePathStyle?: boolean;
+  /** Parallel connections to the server (the HTTP agent's maxSockets). Default 16. */
+  maxConcurrency?: number;
+  /**
+   * Files of this size or more go up as a multipart upload (parts of 5–16 MiB,
+   * 4 in flight, so memory stays bounded for any size). Default 64 MiB.
+   */
+  multipartThreshold?: number;
+  /** ListObjectsV2 page size (MaxKeys), for tests of pagination. Default: the server's (1000). */
+  listPageSize?: number;
+  /** A ready client (tests; custom credentials). Default: one built from the options above. */
+  client?: S3Client;
+}
+
+/** A StorageDriver over one bucket prefix; `root` is `s3://bucket/prefix/`. */
+export function createS3Driver(options: S3DriverOptions): StorageDriver {
+  return new S3Driver(options);
+}
+
+class S3Driver implements StorageDriver {
+  readonly root: string;
+  /**
+   * Conditional writes are assumed from the server. A server that ignored them
+   * would show it as a conditional PUT that succeeds where it must fail (e.g. a
+   * second If-None-Match "*" create); a later probe can turn this flag off.
+   */
+  readonly capabilities = { conditionalWrite: true, batchDelete: true };
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly multipartThreshold: number;
+  private readonly listPageSize: number | undefined;
+
+  constructor(options: S3DriverOptions) {
+    const problem = cleanPathProblem(options.prefix, { allowEmpty: true });
+    if (problem !== null) {
+      throw new DistributorError("config_invalid", `S3 prefix "${options.prefix}" ${problem}.`);
+    }
+    this.bucket = options.bucket;
+    this.prefix = options.prefix;
+    this.root = `s3://${options.bucket}/${options.prefix === "" ? "" : `${options.prefix}/`}`;
+    this.multipartThreshold = options.multipartThreshold ?? 64 * MiB;
+    this.listPageSize = options.listPageSize;
+    this.client =
+      options.client ??
+      createS3Client({
+        region: options.region,
+        endpoint: options.endpoint,
+        forcePathStyle: options.forcePathStyle,
+        maxConcurrency: options.maxConcurrency ?? 16,
+      });
+  }
+
+  async list(): Promise<StorageEntry[]> {
+    const entries: StorageEntry[] = [];
+    for (const object of await this.listObjects()) {
+      const path = object.key.slice(this.keyPrefix().length);
+      // Zero-byte "folder" markers made by consoles and other tools are not files.
+      if (path === "" || path.endsWith("/")) continue;
+      entries.push({ path, size: object.size, type: "file" });
+    }
+    return entries;
+  }
+
+  async stat(path: string): Promise<StorageEntry | null> {
+    const key = this.key(path);
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { path, size: head.ContentLength ?? 0, type: "file" };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw this.failure(error, "HeadObject", path);
+    }
+  }
+
+  async read(path: string): Promise<StoredBytes | null> {
+    const body = await this.getObject(path);
+    if (body === null) return null;
+    try {
+      return { bytes: await body.stream.transformToByteArray(), token: body.token };
+    } catch (error) {
+      throw this.failure(error, "GetObject", path);
+    }
+  }
+
+  async readStream(path: string): Promise<NodeJS.ReadableStream> {
+    const body = await this.getObject(path);
+    if (body === null) {
+      throw new DistributorError(
+        "storage_error",
+        `${this.location(path)}: no such object (deleted or never written).`,
+        {
+          paths: [path],
+        },
+      );
+    }
+    return body.stream as unknown as NodeJS.ReadableStream;
+  }
+
+  /**
+   * Bytes go up as one PutObject; a file is streamed (ContentLength from fstat),
+   * as a multipart upload from `multipartThreshold` on. `ifMatch` becomes
+   * If-None-Match "*" or If-Match; a refused condition is `state_conflict`.
+   */
+  async write(
+    path: string,
+    content: OutputContent,
+    options: WriteOptions = {},
+  ): Promise<VersionToken> {
+    try {
+      const etag = await this.send(path, content, options);
+      // RGW completes multipart uploads with an empty ETag: ask for the real one.
+      return tokenOfEtag(etag) ?? (await this.currentToken(path)) ?? "";
+    } catch (error) {
+      if (options.ifMatch !== undefined && isLostRace(error, options.ifMatch)) {
+        throw this.conflict(path, options, error);
+      }
+      throw this.failure(error, "PutObject", path);
+    }
+  }
+
+  async deleteMany(paths: readonly string[]): Promise<DeleteResult[]> {
+    const results = new Map<string, DeleteResult>();
+    const keys: string[] = [];
+    for (const path of paths) {
+      try {
+        keys.push(this.key(path));
+        results.set(path, { path });
+      } catch (error) {
+        results.set(path, { path, error: (error as Error).message });
+      }
+    }
+    const describe = (error: unknown) => this.failure(error, "DeleteObjects").message;
+    const failures = await deleteKeys(this.client, this.bucket, { keys, describe });
+    for (const [key, error] of failures) {
+      const path = key.slice(this.keyPrefix().length);
+      results.set(path, { path, error });
+    }
+    return paths.map((path) => results.get(path) as DeleteResult);
+  }
+
+  /**
+   * Everything under the prefix goes, except the root's `.distributor.lock`:
+   * force_replace runs while holding it, and removing it would let another
+   * writer in. With an empty prefix this empties the whole bucket.
+   */
+  async deleteAll(): Promise<void> {
+    const lockKey = this.key(LOCK_FILE);
+    // Raw keys, not paths: objects other tools left (folder markers, `a//b`) go too.
+    const keys = (await this.listObjects()).map((o) => o.key).filter((key) => key !== lockKey);
+    const describe = (error: unknown) => this.failure(error, "DeleteObjects").message;
+    const failures = await deleteKeys(this.client, this.bucket, { keys, describe });
+    if (failures.size > 0) {
+      const detail = [...failures].slice(0, 5).map(([key, error]) => `${key} (${error})`);
+      throw new DistributorError(
+        "storage_error",
+        `${this.root}: could not delete ${failures.size} object(s): ${detail.join(", ")}. Check permissions and retry.`,
+        { paths: [...failures.keys()].map((key) => key.slice(this.keyPrefix().length)) },
+      );
+    }
+  }
+
+  acquireLock(options?: { onStaleLock?: (stale: LockHolder) => void }): Promise<LockHandle> {
+    return acquireObjectLock(this.lockStore(), options);
+  }
+
+  readLock(): Promise<LockHolder | null> {
+    return readObjectLock(this.lockStore());
+  }
+
+  // ---- helpers -------------------------------------------------------------
+
+  private keyPrefix(): string {
+    return this.prefix === "" ? "" : `${this.prefix}/`;
+  }
+
+  /** The key of a driver path; refuses paths that could escape or alias the prefix. */
+  private key(path: string): string {
+    const problem = driverPathProblem(path);
+    if (problem !== null) {
+      throw new DistributorError("unsafe_path", `${this.root}: path "${path}" ${problem}.`, {
+        paths: [path],
+      });
+    }
+    return `${this.keyPrefix()}${path}`;
+  }
+
+  private location(path: string): string {
+    return `s3://${this.bucket}/${this.key(path)}`;
+  }
+
+  private failure(error: unknown, operation: string, path?: string): Error {
+    if (error instanceof DistributorError) return error;
+    const location = path === undefined ? this.root : this.location(path);
+    return storageError(error, { operation, location, path });
+  }
+
+  private listObjects(): Promise<ListedObject[]> {
+    const options = { prefix: this.keyPrefix(), pageSize: this.listPageSize };
+    return listKeys(this.client, this.bucket, options).catch((error: unknown) => {
+      throw this.failure(error, "ListObjectsV2");
+    });
+  }
+
+  private async getObject(path: string) {
+    const key = this.key(path);
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      if (out.Body === undefined) throw new Error("GetObject returned no body");
+      return { stream: out.Body, token: tokenOfEtag(out.ETag) ?? "" };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw this.failure(error, "GetObject", path);
+    }
+  }
+
+  private putParams(path: string, options: WriteOptions): PutObjectCommandInput {
+    return {
+      Bucket: this.bucket,
+      Key: this.key(path),
+      ContentType: options.contentType,
+      Metadata: options.sha256 === undefined ? undefined : { sha256: options.sha256 },
+      // RGW compares If-Match with the raw header value, so the token goes unquoted.
+      IfNoneMatch: options.ifMatch === null ? "*" : undefined,
+      IfMatch: typeof options.ifMatch === "string" ? options.ifMatch : undefined,
+    };
+  }
+
+  private async send(
+    path: string,
+    content: OutputContent,
+    options: WriteOptions,
+  ): Promise<string | undefined> {
+    const params = this.putParams(path, options);
+    if (content.type === "bytes") {
+      const input = { ...params, Body: content.bytes, ContentLength: content.bytes.byteLength };
+      return (await this.client.send(new PutObjectCommand(input))).ETag;
+    }
+    const upload: FileUpload = {
+      client: this.client,
+      params,
+      absPath: content.absPath,
+      location: this.location(path),
+      path,
+    };
+    if ((await sourceFileSize(upload)) < this.multipartThreshold) return putFile(upload);
+    // RGW ignores conditions on CompleteMultipartUpload, so check them up front too
+    // (best effort; AWS enforces them on completion).
+    if (options.ifMatch !== undefined) await this.checkPrecondition(path, options);
+    return uploadFileMultipart(upload, this.multipartThreshold);
+  }
+
+  private conflict(path: string, options: WriteOptions, cause: unknown): DistributorError {
+    const what = options.ifMatch === null ? "already exists" : "was changed by another writer";
+    return new DistributorError(
+      "state_conflict",
+      `${this.location(path)} ${what} (conditional write refused). Another run may be writing here; re-run to plan against the current content.`,
+      { paths: [path], cause },
+    );
+  }
+
+  /** The object's current version token, `null` when it is absent. */
+  private async currentToken(path: string): Promise<VersionToken | null> {
+    try {
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
+      );
+      return tokenOfEtag(head.ETag);
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw this.failure(error, "HeadObject", path);
+    }
+  }
+
+  private async checkPrecondition(path: string, options: WriteOptions): Promise<void> {
+    const current = await this.currentToken(path);
+    if (current !== options.ifMatch) throw this.conflict(path, options, undefined);
+  }
+
+  private lockStore(): LockStore {
+    return {
+      root: this.root,
+      read: (path: string) => this.read(path),
+      write: (path: string, content: OutputContent, options: WriteOptions) =>
+        this.write(path, content, options),
+      deleteIfMatch: (path: string, token: VersionToken) => this.deleteIfMatch(path, token),
+    };
+  }
+
+  /** AWS honours If-Match on delete; RGW ignores it, so callers compare content first. */
+  private async deleteIfMatch(path: string, token: VersionToken): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(path), IfMatch: token }),
+      );
+    } catch (error) {
+      if (isNotFound(error) || isPreconditionFailed(error)) return;
+      throw this.failure(error, "DeleteObject", path);
+    }
+  }
+}
+
+createS3Driver satisfies (options: S3DriverOptions) => StorageDriver;
