@@ -1,0 +1,139 @@
+/**
+ * The real S3 server every S3 test runs against. `ensureS3Server` uses the one
+ * named by S3_ENDPOINT when it answers, and otherwise starts the shared test
+ * service (a Ceph RGW on loopback) next to the repository. When neither works
+ * it throws: S3 tests fail loudly, they are never skipped.
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import {
+  AbortMultipartUploadCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListBucketsCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from "@aws-sdk/client-s3";
+
+export interface S3Server {
+  endpoint: string;
+  region: string;
+}
+
+// The compiled file is dist/test/s3-server.js: the repository is two levels up.
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const START_SCRIPT = path.join(REPO_ROOT, "..", "shared", "services", "s3", "start");
+
+let server: Promise<S3Server> | undefined;
+
+/** A client for test setup and inspection, signed with the environment's credentials. */
+export function testS3Client(target: S3Server): S3Client {
+  return new S3Client({
+    endpoint: target.endpoint,
+    region: target.region,
+    forcePathStyle: true,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+  });
+}
+
+async function answers(target: S3Server): Promise<boolean> {
+  const client = testS3Client(target);
+  try {
+    await client.send(new ListBucketsCommand({}));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.destroy();
+  }
+}
+
+function currentTarget(): S3Server | null {
+  const endpoint = process.env.S3_ENDPOINT;
+  if (!endpoint) return null;
+  return { endpoint, region: process.env.AWS_REGION ?? "us-east-1" };
+}
+
+async function startService(): Promise<void> {
+  let stdout: string;
+  try {
+    ({ stdout } = await promisify(execFile)("bash", [START_SCRIPT], {
+      cwd: REPO_ROOT,
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: 600_000,
+    }));
+  } catch (error) {
+    const detail = (error as { stderr?: string }).stderr?.slice(-2000) ?? String(error);
+    throw new Error(`S3 tests need a server: ${START_SCRIPT} failed:\n${detail}`);
+  }
+  for (const line of stdout.split("\n")) {
+    const match = /^export ([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim());
+    if (match?.[1] && match[2] !== undefined)
+      process.env[match[1]] = match[2].replace(/^'(.*)'$/, "$1");
+  }
+}
+
+/**
+ * The S3 server to test against, started if needed (once per process). Throws
+ * when no server can be reached or started: S3 tests must fail, never skip.
+ */
+export function ensureS3Server(): Promise<S3Server> {
+  server ??= (async () => {
+    const existing = currentTarget();
+    if (existing && (await answers(existing))) return existing;
+    await startService();
+    const started = currentTarget();
+    if (!started || !(await answers(started))) {
+      throw new Error(
+        `S3 tests need a server: after ${START_SCRIPT}, ListBuckets at ${started?.endpoint ?? "(no S3_ENDPOINT exported)"} still fails.`,
+      );
+    }
+    return started;
+  })();
+  return server;
+}
+
+/** Create a bucket with a unique name (`dist-test-<random>`) and return its name. */
+export async function createTestBucket(): Promise<string> {
+  const target = await ensureS3Server();
+  const bucket = `dist-test-${randomBytes(6).toString("hex")}`;
+  const client = testS3Client(target);
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } finally {
+    client.destroy();
+  }
+  return bucket;
+}
+
+/** Empty a test bucket (objects and unfinished multipart uploads) and delete it. */
+export async function removeTestBucket(bucket: string): Promise<void> {
+  const client = testS3Client(await ensureS3Server());
+  try {
+    const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    for (const upload of uploads.Uploads ?? []) {
+      await client.send(
+        new AbortMultipartUploadCommand({
+          Bucket: bucket,
+          Key: upload.Key,
+          UploadId: upload.UploadId,
+        }),
+      );
+    }
+    for (;;) {
+      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
+      const objects = (page.Contents ?? []).map((object) => ({ Key: object.Key }));
+      if (objects.length === 0) break;
+      await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects } }));
+    }
+    await client.send(new DeleteBucketCommand({ Bucket: bucket }));
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,470 @@
+/**
+ * The S3 driver against a real S3 server (Ceph RGW started by test/s3-server.ts):
+ * layout of keys, single and multipart writes, metadata, conditional writes and
+ * their races, batched deletes, the lock, and error mapping.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DistributorError, LockedError } from "../src/errors.js";
+import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
+import {
+  createTestBucket,
+  ensureS3Server,
+  removeTestBucket,
+  type S3Server,
+  testS3Client,
+} from "./s3-server.js";
+import { describeStorageConformance } from "./storage-conformance.js";
+
+const MiB = 1024 * 1024;
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (value: Uint8Array) => new TextDecoder().decode(value);
+
+let server: S3Server;
+let bucket: string;
+let raw: S3Client;
+let tmp: string;
+
+function driver(prefix: string, extra: Partial<S3DriverOptions> = {}) {
+  return createS3Driver({
+    bucket,
+    prefix,
+    endpoint: server.endpoint,
+    region: server.region,
+    forcePathStyle: true,
+    ...extra,
+  });
+}
+
+function isCode(code: string) {
+  return (error: unknown) => {
+    assert.ok(
+      error instanceof DistributorError,
+      `expected a DistributorError, got ${String(error)}`,
+    );
+    assert.equal(error.code, code, error.message);
+    return true;
+  };
+}
+
+async function head(key: string) {
+  return raw.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+}
+
+before(async () => {
+  server = await ensureS3Server();
+  bucket = await createTestBucket();
+  raw = testS3Client(server);
+  tmp = await mkdtemp(path.join(os.tmpdir(), "s3-driver-test-"));
+});
+
+after(async () => {
+  raw?.destroy();
+  if (bucket) await removeTestBucket(bucket);
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describeStorageConformance(
+  "s3",
+  async () => {
+    const d = driver(`conformance/${randomBytes(6).toString("hex")}`);
+    // The lock is kept by deleteAll, so it is removed on its own.
+    const cleanup = async () => {
+      await d.deleteAll();
+      await d.deleteMany([".distributor.lock"]);
+    };
+    return { driver: d, cleanup };
+  },
+  { timeout: 60_000 },
+);
+
+describe("layout", () => {
+  test("root names bucket and prefix; an empty prefix is the bucket itself", () => {
+    assert.equal(driver("sites/a").root, `s3://${bucket}/sites/a/`);
+    assert.equal(driver("").root, `s3://${bucket}/`);
+  });
+
+  test("a prefix that is not a clean path is a config error", () => {
+    for (const prefix of ["/abs", "a/../b", "a/", "a//b"]) {
+      assert.throws(() => driver(prefix), isCode("config_invalid"));
+    }
+  });
+
+  test("objects are stored at <prefix>/<path>", async () => {
+    await driver("lay/out").write("a/b.txt", { type: "bytes", bytes: bytes("x") });
+    assert.equal((await head("lay/out/a/b.txt")).ContentLength, 1);
+    await driver("").write("top-level.txt", { type: "bytes", bytes: bytes("yz") });
+    assert.equal((await head("top-level.txt")).ContentLength, 2);
+  });
+
+  test("paths that could leave the prefix are refused with unsafe_path", async () => {
+    const d = driver("safe");
+    for (const bad of ["../x", "/x", "a//b", "a/./b", ""]) {
+      await assert.rejects(
+        d.write(bad, { type: "bytes", bytes: bytes("x") }),
+        isCode("unsafe_path"),
+      );
+    }
+  });
+});
+
+describe("list, stat, read", () => {
+  test("list pages through every object under the prefix only", async () => {
+    const d = driver("pages", { listPageSize: 2 });
+    const names = ["a.txt", "b/c.txt", "b/d/e.txt", "f g.txt", "é.txt", ".distributor.json"];
+    for (const name of names) await d.write(name, { type: "bytes", bytes: bytes(name) });
+    await driver("pages2").write("other.txt", { type: "bytes", bytes: bytes("no") });
+    // A console-made folder marker is not a file.
+    await raw.send(
+      new PutObjectCommand({ Bucket: bucket, Key: "pages/folder/", Body: "", ContentLength: 0 }),
+    );
+    const listed = (await d.list()).sort((x, y) => x.path.localeCompare(y.path));
+    const expected = names
+      .map((name) => ({ path: name, size: Buffer.byteLength(name), type: "file" as const }))
+      .sort((x, y) => x.path.localeCompare(y.path));
+    assert.deepEqual(listed, expected);
+  });
+
+  test("a prefix with nothing under it lists as empty", async () => {
+    assert.deepEqual(await driver("never/written").list(), []);
+  });
+
+  test("stat gives the size, or null when absent", async () => {
+    const d = driver("stat");
+    await d.write("s.bin", { type: "bytes", bytes: new Uint8Array(123) });
+    assert.deepEqual(await d.stat("s.bin"), { path: "s.bin", size: 123, type: "file" });
+    assert.equal(await d.stat("missing.bin"), null);
+  });
+
+  test("read returns bytes and the unquoted ETag; null when absent", async () => {
+    const d = driver("read");
+    const token = await d.write("r.json", { type: "bytes", bytes: bytes('{"a":1}') });
+    const got = await d.read("r.json");
+    assert.ok(got);
+    assert.equal(text(got.bytes), '{"a":1}');
+    assert.equal(got.token, token);
+    assert.ok(!token.includes('"'));
+    assert.equal(token, (await head("read/r.json")).ETag?.replaceAll('"', ""));
+    assert.equal(await d.read("absent.json"), null);
+  });
+
+  test("readStream streams the bytes and fails with storage_error when absent", async () => {
+    const d = driver("stream");
+    await d.write("s.txt", { type: "bytes", bytes: bytes("streamed") });
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await d.readStream("s.txt")) as AsyncIterable<Buffer>)
+      chunks.push(chunk);
+    assert.equal(Buffer.concat(chunks).toString(), "streamed");
+    await assert.rejects(d.readStream("nope.txt"), isCode("storage_error"));
+  });
+});
+
+describe("write", () => {
+  test("a file is streamed with Content-Type and sha256 metadata", async () => {
+    const file = path.join(tmp, "page.html");
+    await writeFile(file, "<p>hi</p>");
+    const d = driver("write-file");
+    const sha = `sha256:${createHash("sha256").update("<p>hi</p>").digest("hex")}`;
+    const token = await d.write(
+      "page.html",
+      { type: "file", absPath: file },
+      { contentType: "text/html", sha256: sha },
+    );
+    const meta = await head("write-file/page.html");
+    assert.equal(meta.ContentType, "text/html");
+    assert.equal(meta.Metadata?.sha256, sha);
+    assert.equal(meta.ContentLength, 9);
+    assert.equal(token, meta.ETag?.replaceAll('"', ""));
+  });
+
+  test("bytes are one PutObject with their metadata", async () => {
+    const d = driver("write-bytes");
+    await d.write(
+      "x.json",
+      { type: "bytes", bytes: bytes("{}") },
+      { contentType: "application/json", sha256: "sha256:ab" },
+    );
+    const meta = await head("write-bytes/x.json");
+    assert.equal(meta.ContentType, "application/json");
+    assert.equal(meta.Metadata?.sha256, "sha256:ab");
+  });
+
+  test("a file at or above the threshold goes up as multipart and returns the real ETag", async () => {
+    const content = randomBytes(12 * MiB);
+    const file = path.join(tmp, "big.bin");
+    await writeFile(file, content);
+    const d = driver("multi", { multipartThreshold: 5 * MiB });
+    const token = await d.write(
+      "big.bin",
+      { type: "file", absPath: file },
+      { contentType: "application/octet-stream" },
+    );
+    const meta = await head("multi/big.bin");
+    assert.equal(token, meta.ETag?.replaceAll('"', ""));
+    assert.match(token, /^[0-9a-f]{32}-3$/, "a 3-part multipart ETag");
+    assert.equal(meta.ContentType, "application/octet-stream");
+    const got = await d.read("big.bin");
+    assert.ok(got && Buffer.from(got.bytes).equals(content));
+  });
+
+  test("a missing source file is a storage_error naming the object", async () => {
+    const d = driver("write-missing");
+    await assert.rejects(
+      d.write("gone.txt", { type: "file", absPath: path.join(tmp, "nope") }),
+      (error: unknown) => {
+        isCode("storage_error")(error);
+        assert.match((error as Error).message, /write-missing\/gone\.txt/);
+        return true;
+      },
+    );
+  });
+});
+
+describe("conditional writes", () => {
+  test("ifMatch null creates once, then refuses with state_conflict", async () => {
+    const d = driver("cond-create");
+    await d.write("s.json", { type: "bytes", bytes: bytes("1") }, { ifMatch: null });
+    await assert.rejects(
+      d.write("s.json", { type: "bytes", bytes: bytes("2") }, { ifMatch: null }),
+      isCode("state_conflict"),
+    );
+    assert.equal(text((await d.read("s.json"))?.bytes ?? new Uint8Array()), "1");
+  });
+
+  test("a token is compare-and-swap: current wins, stale and absent refuse", async () => {
+    const d = driver("cond-cas");
+    const first = await d.write("s.json", { type: "bytes", bytes: bytes("1") });
+    const second = await d.write(
+      "s.json",
+      { type: "bytes", bytes: bytes("2") },
+      { ifMatch: first },
+    );
+    assert.notEqual(second, first);
+    await assert.rejects(
+      d.write("s.json", { type: "bytes", bytes: bytes("3") }, { ifMatch: first }),
+      isCode("state_conflict"),
+    );
+    await assert.rejects(
+      d.write("none.json", { type: "bytes", bytes: bytes("x") }, { ifMatch: second }),
+      isCode("state_conflict"),
+    );
+    assert.equal(text((await d.read("s.json"))?.bytes ?? new Uint8Array()), "2");
+  });
+
+  test("8 concurrent creates: exactly one wins, the others get state_conflict", async () => {
+    const d = driver("race-create");
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        d.write("s.json", { type: "bytes", bytes: bytes(`w${i}`) }, { ifMatch: null }),
+      ),
+    );
+    const won = results.filter((r) => r.status === "fulfilled");
+    assert.equal(won.length, 1);
+    for (const r of results) if (r.status === "rejected") isCode("state_conflict")(r.reason);
+    const winner = results.findIndex((r) => r.status === "fulfilled");
+    assert.equal(text((await d.read("s.json"))?.bytes ?? new Uint8Array()), `w${winner}`);
+  });
+
+  test("8 concurrent swaps from one token: exactly one wins", async () => {
+    const d = driver("race-cas");
+    const token = await d.write("s.json", { type: "bytes", bytes: bytes("base") });
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        d.write("s.json", { type: "bytes", bytes: bytes(`w${i}`) }, { ifMatch: token }),
+      ),
+    );
+    assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
+    for (const r of results) if (r.status === "rejected") isCode("state_conflict")(r.reason);
+  });
+});
+
+describe("deletes", () => {
+  test("deleteMany batches past 1000 keys; already missing counts as success", async () => {
+    const d = driver("del");
+    for (const name of ["a.txt", "b/c.txt", "keep.txt"])
+      await d.write(name, { type: "bytes", bytes: bytes(name) });
+    const missing = Array.from({ length: 1200 }, (_, i) => `missing/${i}.txt`);
+    const paths = ["a.txt", ...missing, "b/c.txt"];
+    const results = await d.deleteMany(paths);
+    assert.deepEqual(
+      results,
+      paths.map((p) => ({ path: p })),
+    );
+    assert.deepEqual(
+      (await d.list()).map((e) => e.path),
+      ["keep.txt"],
+    );
+  });
+
+  test("a bad path gets its own error and does not stop the others", async () => {
+    const d = driver("del-bad");
+    await d.write("ok.txt", { type: "bytes", bytes: bytes("x") });
+    const results = await d.deleteMany(["../escape", "ok.txt"]);
+    assert.equal(results[0]?.path, "../escape");
+    assert.match(results[0]?.error ?? "", /\.\.\/escape/);
+    assert.deepEqual(results[1], { path: "ok.txt" });
+    assert.equal(await d.stat("ok.txt"), null);
+  });
+
+  test("deleteAll empties the prefix, keeps the held lock and leaves other prefixes alone", async () => {
+    const d = driver("wipe");
+    for (const name of ["a.txt", "b/c.txt", ".distributor.json"])
+      await d.write(name, { type: "bytes", bytes: bytes(name) });
+    await driver("wipe2").write("sibling.txt", { type: "bytes", bytes: bytes("s") });
+    await driver("").write("wipe.txt", { type: "bytes", bytes: bytes("t") });
+    const lock = await d.acquireLock();
+    await d.deleteAll();
+    assert.deepEqual(
+      (await d.list()).map((e) => e.path),
+      [".distributor.lock"],
+    );
+    assert.ok(await driver("wipe2").stat("sibling.txt"));
+    assert.ok(await driver("").stat("wipe.txt"));
+    await lock.release();
+    assert.deepEqual(await d.list(), []);
+  });
+});
+
+describe("lock", () => {
+  test("acquire, a second writer gets locked naming the holder, release frees it", async () => {
+    const d = driver("lock-basic");
+    assert.equal(await d.readLock(), null);
+    const handle = await d.acquireLock();
+    assert.equal(handle.holder.pid, process.pid);
+    assert.equal(handle.holder.hostname, os.hostname());
+    assert.match(handle.holder.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.deepEqual(await d.readLock(), handle.holder);
+    await assert.rejects(driver("lock-basic").acquireLock(), (error: unknown) => {
+      assert.ok(error instanceof LockedError);
+      assert.deepEqual(error.holder, handle.holder);
+      assert.match(error.message, new RegExp(`pid ${process.pid}`));
+      return true;
+    });
+    await handle.release();
+    await handle.release();
+    assert.equal(await d.readLock(), null);
+    const again = await d.acquireLock();
+    await again.release();
+  });
+
+  test("a dead local holder is taken over with onStaleLock", async () => {
+    const d = driver("lock-stale");
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid;
+    const stale = { hostname: os.hostname(), pid: dead, started_at: "2020-01-01T00:00:00Z" };
+    await d.write(".distributor.lock", { type: "bytes", bytes: bytes(JSON.stringify(stale)) });
+    const seen: unknown[] = [];
+    const handle = await d.acquireLock({ onStaleLock: (holder) => seen.push(holder) });
+    assert.deepEqual(seen, [stale]);
+    assert.deepEqual(await d.readLock(), handle.holder);
+    await handle.release();
+  });
+
+  test("a holder on another host or an unreadable lock is never taken over", async () => {
+    const d = driver("lock-foreign");
+    const foreign = { hostname: "elsewhere.example", pid: 1, started_at: "2020-01-01T00:00:00Z" };
+    await d.write(".distributor.lock", { type: "bytes", bytes: bytes(JSON.stringify(foreign)) });
+    await assert.rejects(
+      d.acquireLock({ onStaleLock: () => assert.fail("not stale") }),
+      (error: unknown) => {
+        assert.ok(error instanceof LockedError);
+        assert.deepEqual(error.holder, foreign);
+        return true;
+      },
+    );
+    await d.write(".distributor.lock", { type: "bytes", bytes: bytes("not json") });
+    await assert.rejects(
+      d.acquireLock(),
+      (error: unknown) => error instanceof LockedError && error.holder === null,
+    );
+    assert.equal((await d.readLock())?.pid, 0);
+  });
+
+  test("release leaves a lock that someone else holds now", async () => {
+    const d = driver("lock-taken");
+    const handle = await d.acquireLock();
+    const other = { hostname: "elsewhere.example", pid: 7, started_at: "2020-01-01T00:00:00Z" };
+    await d.write(".distributor.lock", { type: "bytes", bytes: bytes(JSON.stringify(other)) });
+    await handle.release();
+    assert.deepEqual(await d.readLock(), other);
+  });
+
+  test("8 concurrent acquirers: exactly one holds the lock", async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => driver("lock-race").acquireLock()),
+    );
+    const won = results.filter((r) => r.status === "fulfilled");
+    assert.equal(won.length, 1);
+    for (const r of results)
+      if (r.status === "rejected") assert.ok(r.reason instanceof LockedError, String(r.reason));
+    await (won[0] as PromiseFulfilledResult<{ release(): Promise<void> }>).value.release();
+  });
+});
+
+describe("errors", () => {
+  test("a missing bucket is a storage_error naming bucket, status and error name", async () => {
+    const d = createS3Driver({
+      bucket: "dist-test-does-not-exist",
+      prefix: "p",
+      endpoint: server.endpoint,
+      region: server.region,
+      forcePathStyle: true,
+    });
+    await assert.rejects(d.list(), (error: unknown) => {
+      isCode("storage_error")(error);
+      assert.match(
+        (error as Error).message,
+        /^s3:\/\/dist-test-does-not-exist\/p\/: ListObjectsV2 failed: 404 NoSuchBucket\./,
+      );
+      assert.ok((error as Error).cause, "keeps the SDK error as cause");
+      return true;
+    });
+  });
+
+  test("a wrong secret key is a 403 storage_error that shows no credentials", async () => {
+    const secret = "wrong-secret-key-do-not-print";
+    const client = new S3Client({
+      endpoint: server.endpoint,
+      region: server.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? "x", secretAccessKey: secret },
+    });
+    const d = createS3Driver({ bucket, prefix: "auth", client });
+    for (const attempt of [
+      () => d.write("k.txt", { type: "bytes", bytes: bytes("x") }),
+      () => d.stat("k.txt"),
+      () => d.list(),
+    ]) {
+      await assert.rejects(attempt(), (error: unknown) => {
+        isCode("storage_error")(error);
+        const report = JSON.stringify((error as DistributorError).toReport());
+        assert.match(report, / 403 /);
+        assert.ok(!report.includes(secret));
+        assert.ok(!report.includes(process.env.AWS_SECRET_ACCESS_KEY ?? secret));
+        assert.ok(!report.includes(process.env.AWS_ACCESS_KEY_ID ?? secret));
+        return true;
+      });
+    }
+    client.destroy();
+  });
+
+  test("an unreachable endpoint is a storage_error that says to check the endpoint", async () => {
+    const d = createS3Driver({
+      bucket,
+      prefix: "p",
+      endpoint: "http://127.0.0.1:9",
+      region: "us-east-1",
+      forcePathStyle: true,
+    });
+    await assert.rejects(d.stat("x"), (error: unknown) => {
+      isCode("storage_error")(error);
+      assert.match((error as Error).message, /HeadObject failed: ECONNREFUSED.*Check the endpoint/);
+      return true;
+    });
+  });
+});
