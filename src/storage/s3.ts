@@ -342,5 +342,3 @@ class S3Driver implements StorageDriver {
     }
   }
 }
-
-createS3Driver satisfies (options: S3DriverOptions) => StorageDriver;
