@@ -1,0 +1,229 @@
+/**
+ * `distributor prune` as a process on real published roots (SPEC §8, seed:
+ * Prune Semantics), including a SIGKILL during `prune --apply`.
+ */
+import assert from "node:assert/strict";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { cleanupTempDirs, listFiles, runCli, runCliJson } from "./helpers/fixtures.js";
+import {
+  ALPHA,
+  BETA,
+  ownedPaths,
+  publishTwoOwners,
+  readValidState,
+  stateFingerprint,
+  UNMANAGED,
+  writeStateBytes,
+} from "./helpers/maintenance.js";
+
+interface PruneJson {
+  ok: boolean;
+  dry_run: boolean;
+  now: string;
+  planned: Array<{ path: string; updated_at: string; reason: string }>;
+  deleted: string[];
+  failed: Array<{ path: string; message: string }>;
+}
+
+const FUTURE = ["--now", "2100-01-01T00:00:00Z"];
+const KEEP_ONE = "prune: { max_age: 1d, keep_latest: 1 }";
+const KEEP_NONE = "prune: { max_age: 1d }";
+
+after(cleanupTempDirs);
+
+describe("prune planning (dry run)", () => {
+  it("is a dry run by default and with --dry-run: plans, deletes nothing, writes nothing", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_ONE });
+    const files = await listFiles(root);
+    const state = await stateFingerprint(root);
+    for (const extra of [[], ["--dry-run"]]) {
+      const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, ...extra], {
+        cwd: dir,
+      });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.json.dry_run, true);
+      assert.equal(result.json.now, "2100-01-01T00:00:00Z");
+      // keep_latest 1 with equal timestamps keeps the smallest path.
+      assert.deepEqual(
+        result.json.planned.map((entry) => entry.path),
+        ["alpha/one.txt", "alpha/two.txt"],
+      );
+      assert.deepEqual(result.json.deleted, []);
+    }
+    assert.deepEqual(await listFiles(root), files);
+    assert.deepEqual(await stateFingerprint(root), state);
+  });
+
+  it("the human report says why each path was chosen", async () => {
+    const { dir } = await publishTwoOwners({ retentionA: KEEP_ONE });
+    const result = await runCli(["prune", ...ALPHA, ...FUTURE], { cwd: dir });
+    assert.equal(result.code, 0);
+    assert.match(
+      result.stdout,
+      /alpha\/one\.txt \(updated \d+w\d*d? ago, older than max_age 1d; not among the 1 latest kept/,
+    );
+    assert.match(result.stdout, /would delete 2/);
+    assert.match(result.stdout, /--apply/);
+  });
+
+  it("at the real time nothing just published is old enough", async () => {
+    const { dir } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA], { cwd: dir });
+    assert.deepEqual(result.json.planned, []);
+  });
+});
+
+describe("prune --apply", () => {
+  it("deletes only the owner's planned outputs, keeps others and unmanaged files, updates the state", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_ONE });
+    const started = Date.now();
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.json.ok, true);
+    assert.deepEqual(result.json.deleted, ["alpha/one.txt", "alpha/two.txt"]);
+    const files = await listFiles(root);
+    for (const gone of result.json.deleted) assert.equal(files.includes(gone), false, gone);
+    for (const kept of ["alpha/deep/three.txt", "beta/b1.txt", "beta/b2.txt", ...UNMANAGED]) {
+      assert.ok(files.includes(kept), `${kept} kept`);
+    }
+    assert.ok(files.includes(".distributor.json"));
+    const state = await readValidState(root);
+    assert.deepEqual(ownedPaths(state, "alpha", "site-a"), ["alpha/deep/three.txt"]);
+    assert.deepEqual(ownedPaths(state, "beta", "site-b"), ["beta/b1.txt", "beta/b2.txt"]);
+    const updated = Date.parse(state.updated_at);
+    assert.ok(
+      updated >= Math.floor(started / 1000) * 1000 && updated <= Date.now(),
+      "real time, not --now",
+    );
+  });
+
+  it("is idempotent: a second --apply plans nothing and does not rewrite the state", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_ONE });
+    const first = await runCli(["prune", ...ALPHA, ...FUTURE, "--apply"], { cwd: dir });
+    assert.equal(first.code, 0, first.stderr);
+    const state = await stateFingerprint(root);
+    const second = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(second.code, 0);
+    assert.deepEqual(second.json.planned, []);
+    assert.deepEqual(second.json.deleted, []);
+    assert.deepEqual(await stateFingerprint(root), state);
+  });
+
+  it("removes directories left empty, never one that still holds a file", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.json.deleted.length, 3);
+    await assert.rejects(stat(path.join(root, "alpha/deep")), { code: "ENOENT" });
+    assert.equal(
+      await readFile(path.join(root, "alpha/stray.txt"), "utf8"),
+      "unmanaged alpha/stray.txt\n",
+    );
+  });
+
+  it("an already missing file counts as deleted and its record goes", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    await rm(path.join(root, "alpha/two.txt"));
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.code, 0);
+    assert.ok(result.json.deleted.includes("alpha/two.txt"));
+    assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), []);
+  });
+
+  it("a failed delete keeps its record, is reported, and exits 1", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    // A directory where the output was: unlink refuses it.
+    await rm(path.join(root, "alpha/one.txt"));
+    await mkdir(path.join(root, "alpha/one.txt"));
+    await writeFile(path.join(root, "alpha/one.txt/inside"), "x");
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.code, 1);
+    assert.equal(result.json.ok, false);
+    assert.deepEqual(
+      result.json.failed.map((entry) => entry.path),
+      ["alpha/one.txt"],
+    );
+    assert.deepEqual(result.json.deleted, ["alpha/deep/three.txt", "alpha/two.txt"]);
+    assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), ["alpha/one.txt"]);
+    const human = await runCli(["prune", ...ALPHA, ...FUTURE, "--apply"], { cwd: dir });
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /failed:/);
+  });
+});
+
+describe("prune errors", () => {
+  it("no retention.prune on the destination: config_invalid (exit 2)", async () => {
+    const { dir } = await publishTwoOwners();
+    const result = await runCliJson<{ error: { code: string; message: string } }>(
+      ["prune", ...ALPHA, "--apply"],
+      { cwd: dir },
+    );
+    assert.equal(result.code, 2);
+    assert.equal(result.json.error.code, "config_invalid");
+    assert.match(result.json.error.message, /destinations\.site-a\.retention\.prune/);
+  });
+
+  it("a bad --now and --dry-run with --apply are usage errors (exit 2)", async () => {
+    const { dir } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    for (const args of [
+      ["--now", "yesterday"],
+      ["--now", "2026-02-30T00:00:00Z"],
+      ["--dry-run", "--apply"],
+    ]) {
+      const result = await runCliJson<{ error: { code: string } }>(["prune", ...ALPHA, ...args], {
+        cwd: dir,
+      });
+      assert.equal(result.code, 2, args.join(" "));
+      assert.equal(result.json.error.code, "usage");
+    }
+  });
+
+  it("missing state is no_state, legacy state is state_conflict (exit 1, untouched)", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const legacy = '{"schema_version": 3, "outputs": []}\n';
+    await writeStateBytes(root, legacy);
+    const conflict = await runCliJson<{ error: { code: string } }>(
+      ["prune", ...ALPHA, ...FUTURE, "--apply"],
+      { cwd: dir },
+    );
+    assert.equal(conflict.code, 1);
+    assert.equal(conflict.json.error.code, "state_conflict");
+    assert.equal(await readFile(path.join(root, ".distributor.json"), "utf8"), legacy);
+    await rm(path.join(root, ".distributor.json"));
+    const none = await runCliJson<{ error: { code: string } }>(["prune", ...BETA, ...FUTURE], {
+      cwd: dir,
+    });
+    assert.equal(none.code, 1);
+    assert.equal(none.json.error.code, "no_state");
+  });
+
+  it("--apply under a held lock is locked (exit 1) and deletes nothing", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const holder = {
+      hostname: os.hostname(),
+      pid: process.pid,
+      started_at: "2026-06-04T12:00:00Z",
+    };
+    await writeFile(path.join(root, ".distributor.lock"), `${JSON.stringify(holder)}\n`);
+    const files = await listFiles(root);
+    const result = await runCliJson<{ error: { code: string } }>(
+      ["prune", ...ALPHA, ...FUTURE, "--apply"],
+      { cwd: dir },
+    );
+    assert.equal(result.code, 1);
+    assert.equal(result.json.error.code, "locked");
+    assert.deepEqual(await listFiles(root), files);
+  });
+});
