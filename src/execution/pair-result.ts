@@ -27,6 +27,7 @@ export function pairResult(
   const { plan } = entry;
   const failedDeletes = outcome.failedDeletes ?? [];
   const failed = new Set(failedDeletes.map((f) => f.path));
+  const deleted = plan.deletes.filter((path) => !failed.has(path));
   return {
     pipeline_id: entry.pair.pipeline.id,
     destination_id: entry.pair.destination.id,
@@ -36,8 +37,10 @@ export function pairResult(
     applied: outcome.applied,
     source: (sources.get(entry.pair.pipeline.id) as { identity: SourceIdentity }).identity,
     outputs: outputReports(plan.changes),
-    deleted: plan.deletes.filter((path) => !failed.has(path)),
-    counts: countChanges(plan.changes),
+    deleted,
+    // force_replace deletes the root's content without per-output delete
+    // changes, so the count follows the deleted list, not the changes.
+    counts: { ...countChanges(plan.changes), deleted: deleted.length },
     bytes: bytesToWrite(plan.changes),
     duration_ms: Math.round(performance.now() - entry.startedAt),
     error: plan.error ?? outcome.error ?? deleteError(failedDeletes),
