@@ -1,0 +1,80 @@
+/**
+ * The fail_* plans: what the user reads when the planner refuses to publish.
+ * Every message says what is wrong, where, and what to do next.
+ */
+import type { ErrorCode } from "../errors.js";
+import { compareUtf8, STATE_FILE } from "../paths.js";
+import { describeState } from "../state/read.js";
+import type { Blocker } from "./_storage-view.js";
+import type { RunPlan, RunPlanInput } from "./types.js";
+
+/** At most this many paths go into `error.paths`; the message gives the total. */
+export const MAX_ERROR_PATHS = 100;
+const MAX_MESSAGE_PATHS = 5;
+
+/** fail_conflict for an invalid or unsupported state. */
+export function conflictPlan(input: RunPlanInput): RunPlan {
+  const { state } = input;
+  const what =
+    state.class === "unsupported"
+      ? `${STATE_FILE} has schema_version ${state.schemaVersion}, newer than this distributor understands (4): upgrade distributor`
+      : `${STATE_FILE} is ${describeState(state)}: distributor will not publish over a state it cannot trust; restore or fix the file`;
+  return _failed("fail_conflict", {
+    code: "state_conflict",
+    message: `${what}, or ${_forceHint(input)}`,
+    paths: [STATE_FILE],
+  });
+}
+
+/** fail_unmanaged because storage content stands where outputs would be written. */
+export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): RunPlan {
+  const unsafe = blockers.filter((b) => b.unsafe);
+  const shown = _unique(unsafe.length > 0 ? unsafe : blockers);
+  const listed = _listing(shown.map((b) => `${b.path} (${b.why})`));
+  const message =
+    unsafe.length > 0
+      ? `${shown.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listed}. distributor never writes through or over symbolic links: replace them with real directories or remove them, or ${_forceHint(input)}`
+      : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)} and are not managed by it: ${listed}. distributor never overwrites content it does not own: move or remove them, or ${_forceHint(input)}`;
+  return _failed("fail_unmanaged", {
+    code: unsafe.length > 0 ? "unsafe_path" : "unmanaged_path",
+    message,
+    paths: shown.slice(0, MAX_ERROR_PATHS).map((b) => b.path),
+  });
+}
+
+/** fail_unmanaged for a root without state that holds content no planned output touches. */
+export function foreignRootPlan(input: RunPlanInput, existing: readonly string[]): RunPlan {
+  return _failed("fail_unmanaged", {
+    code: "unmanaged_path",
+    message: `The destination root has no ${STATE_FILE} but is not empty (${existing.length} entries: ${_listing(existing)}), so distributor does not manage it. Publish to an empty path, remove the content, or ${_forceHint(input)}`,
+    paths: existing.slice(0, MAX_ERROR_PATHS),
+  });
+}
+
+function _failed(
+  action: "fail_conflict" | "fail_unmanaged",
+  error: { code: ErrorCode; message: string; paths: string[] },
+): RunPlan {
+  return { action, error, changes: [], deletes: [], claimState: null, finalState: null };
+}
+
+function _owner(input: RunPlanInput): string {
+  return `${input.owner.pipelineId} -> ${input.owner.destinationId}`;
+}
+
+function _forceHint(input: RunPlanInput): string {
+  const selector = `--pipeline ${input.owner.pipelineId} --destination ${input.owner.destinationId}`;
+  return `review \`distributor run ${selector} --force --dry-run\` and rerun it without --dry-run (force_replace deletes everything under the destination root, other owners' outputs included).`;
+}
+
+function _unique(blockers: readonly Blocker[]): Blocker[] {
+  const byPath = new Map<string, Blocker>();
+  for (const blocker of blockers) if (!byPath.has(blocker.path)) byPath.set(blocker.path, blocker);
+  return [...byPath.values()].sort((a, b) => compareUtf8(a.path, b.path));
+}
+
+function _listing(items: readonly string[]): string {
+  const head = items.slice(0, MAX_MESSAGE_PATHS).join(", ");
+  const rest = items.length - MAX_MESSAGE_PATHS;
+  return rest > 0 ? `${head} and ${rest} more` : head;
+}

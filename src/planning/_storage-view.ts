@@ -1,0 +1,60 @@
+/**
+ * The planner's view of a destination listing: reserved tool names removed, and
+ * the directories the listing implies (directories are never listed themselves).
+ */
+import { ancestorsOf, compareUtf8, hasReservedSegment } from "../paths.js";
+import type { StorageEntry } from "../storage/driver.js";
+
+export interface StorageView {
+  /** Every non-reserved entry by path. */
+  entries: ReadonlyMap<string, StorageEntry>;
+  /** Every directory some non-reserved entry sits in. */
+  dirs: ReadonlySet<string>;
+}
+
+/** Something in storage that stops a planned output from being written where it is. */
+export interface Blocker {
+  /** The storage path in the way (the output path itself or one of its ancestors). */
+  path: string;
+  /** Human phrase: "a symbolic link", "a directory", ... */
+  why: string;
+  /** True for symlinks: the tool never writes through or over content it cannot own. */
+  unsafe: boolean;
+}
+
+/** Build the view; reserved names (any segment starting with `.distributor.`) vanish. */
+export function storageView(listing: readonly StorageEntry[]): StorageView {
+  const entries = new Map<string, StorageEntry>();
+  const dirs = new Set<string>();
+  for (const entry of listing) {
+    if (hasReservedSegment(entry.path)) continue;
+    entries.set(entry.path, entry);
+    for (const dir of ancestorsOf(entry.path)) dirs.add(dir);
+  }
+  return { entries, dirs };
+}
+
+/** Non-reserved paths in the view, sorted by UTF-8 bytes. */
+export function viewPaths(view: StorageView): string[] {
+  return [...view.entries.keys()].sort(compareUtf8);
+}
+
+/**
+ * What blocks writing a file at `path`, whatever the state says: a symlink or
+ * another entry at an ancestor (the write would go through it or need a directory
+ * there), or a directory at the path itself. Entries at the path itself are the
+ * caller's decision, since they depend on the records.
+ */
+export function structuralBlocker(view: StorageView, path: string): Blocker | null {
+  for (const ancestor of ancestorsOf(path)) {
+    const entry = view.entries.get(ancestor);
+    if (entry?.type === "symlink") {
+      return { path: ancestor, why: `a symbolic link on the way to ${path}`, unsafe: true };
+    }
+    if (entry !== undefined) {
+      return { path: ancestor, why: `a file where ${path} needs a directory`, unsafe: false };
+    }
+  }
+  if (view.dirs.has(path)) return { path, why: "a directory", unsafe: false };
+  return null;
+}

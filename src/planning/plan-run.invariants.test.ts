@@ -1,0 +1,206 @@
+/**
+ * Invariants over every case of the table: a second run is a no-op, no path is
+ * both written and deleted, every path is clean, the claim keeps every old
+ * record, and a crash at any step of the executor's order (claim state →
+ * outputs → deletes → final state) converges on a plain rerun to exactly the
+ * state and files the uninterrupted run would have left.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { compareUtf8, hasReservedSegment, isCleanPath, STATE_FILE } from "../paths.js";
+import { classifyState } from "../state/read.js";
+import type { ClassifiedState } from "../state/types.js";
+import { serializeState } from "../state/write.js";
+import type { StorageEntry } from "../storage/driver.js";
+import { CASES } from "./plan-run.cases.test.js";
+import { planRun, simulateApplied } from "./plan-run.js";
+import type { RunPlan, RunPlanInput } from "./types.js";
+
+const applicable = CASES.filter((c) => !c.action.startsWith("fail_"));
+
+/** The same run again, as a user would start it after looking at the result. */
+function rerunInput(
+  input: RunPlanInput,
+  root: { state: ClassifiedState; listing: readonly StorageEntry[] },
+): RunPlanInput {
+  const { verifiedDigests: _verified, ...rest } = input;
+  return { ...rest, force: false, state: root.state, listing: [...root.listing] };
+}
+
+const written = (plan: RunPlan) =>
+  plan.changes.filter((c) => c.change === "create" || c.change === "update");
+
+/** Non-reserved entries as "path size type", sorted: what a user would see in the root. */
+function visible(entries: readonly StorageEntry[]): string[] {
+  return entries
+    .filter((e) => !hasReservedSegment(e.path))
+    .map((e) => `${e.path} ${e.size} ${e.type}`)
+    .sort(compareUtf8);
+}
+
+function _withoutTimestamps(state: ClassifiedState): unknown {
+  if (state.class !== "valid") return state;
+  const { updated_at: _u, distributor_version: _v, ...rest } = state.state;
+  return { ...rest, outputs: rest.outputs.map(({ updated_at: _r, ...record }) => record) };
+}
+
+/**
+ * The digest of what each listed file holds before the run: what --verify hashed,
+ * else what its record says when the size agrees, else unknown bytes.
+ */
+function initialContent(input: RunPlanInput): Map<string, string | undefined> {
+  const records = input.state.class === "valid" ? input.state.state.outputs : [];
+  const recorded = new Map(records.map((r) => [r.path, r]));
+  const content = new Map<string, string | undefined>();
+  for (const entry of input.listing) {
+    const record = recorded.get(entry.path);
+    const trusted = record !== undefined && record.size === entry.size && entry.type === "file";
+    const digest = input.verifiedDigests?.get(entry.path) ?? (trusted ? record.sha256 : undefined);
+    content.set(entry.path, digest ?? `unknown bytes at ${entry.path}`);
+  }
+  return content;
+}
+
+interface Crash {
+  point: string;
+  state: ClassifiedState;
+  listing: StorageEntry[];
+  /** Outputs not yet rewritten still hold the bytes --verify hashed. */
+  verified: boolean;
+}
+
+/** The root as it would be if the process died right after each step. */
+function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
+  const force = plan.action === "force_replace";
+  const claimed: ClassifiedState = plan.claimState
+    ? { class: "valid", state: plan.claimState }
+    : input.state;
+  const emptied = force
+    ? input.listing.filter((e) => hasReservedSegment(e.path))
+    : [...input.listing];
+  const outputsDone = new Map(emptied.map((e) => [e.path, e]));
+  for (const change of written(plan)) {
+    outputsDone.set(change.path, {
+      path: change.path,
+      size: change.output?.size ?? -1,
+      type: "file",
+    });
+  }
+  const deletesDone = simulateApplied(plan, input).listing;
+  return [
+    { point: "after the claim state", state: claimed, listing: emptied, verified: true },
+    {
+      point: "after the outputs",
+      state: claimed,
+      listing: [...outputsDone.values()],
+      verified: false,
+    },
+    { point: "after the deletes", state: claimed, listing: deletesDone, verified: false },
+  ];
+}
+
+describe("invariant: applying the plan then planning again is skip_same", () => {
+  for (const c of applicable) {
+    test(c.name, () => {
+      const plan = planRun(c.input);
+      const after = simulateApplied(plan, c.input);
+      const again = planRun(rerunInput(c.input, after));
+      assert.equal(again.action, "skip_same", JSON.stringify(again.changes, null, 1));
+      assert.deepEqual(simulateApplied(again, after), after);
+    });
+  }
+});
+
+describe("invariant: a crash at any step converges on a plain rerun", () => {
+  for (const c of applicable) {
+    test(c.name, () => {
+      const plan = planRun(c.input);
+      const expected = simulateApplied(plan, c.input);
+      for (const crash of crashPoints(c.input, plan)) {
+        const rerun = {
+          ...rerunInput(c.input, crash),
+          ...(crash.verified && c.input.verifiedDigests
+            ? { verifiedDigests: c.input.verifiedDigests }
+            : {}),
+        };
+        const plan2 = planRun(rerun);
+        assert.ok(!plan2.action.startsWith("fail_"), `${crash.point}: ${plan2.error?.message}`);
+        const converged = simulateApplied(plan2, crash);
+        // A repair (same digest, file missing or drifted) that already happened
+        // leaves nothing for the rerun to do: the bytes and digests are right and
+        // only the timestamps of the interrupted state write are lost.
+        const view = plan2.action === "skip_same" ? _withoutTimestamps : (s: ClassifiedState) => s;
+        assert.deepEqual(view(converged.state), view(expected.state), crash.point);
+        assert.deepEqual(visible(converged.listing), visible(expected.listing), crash.point);
+        // Sizes alone cannot tell old bytes from new: follow the digests too.
+        const content = initialContent(c.input);
+        if (crash.point !== "after the claim state") {
+          for (const change of written(plan)) content.set(change.path, change.output?.sha256);
+        }
+        for (const change of written(plan2)) content.set(change.path, change.output?.sha256);
+        for (const output of c.input.outputs) {
+          assert.equal(
+            content.get(output.path),
+            output.sha256,
+            `${crash.point}: ${output.path} stale`,
+          );
+        }
+      }
+    });
+  }
+});
+
+describe("invariant: plans are well formed", () => {
+  for (const c of CASES) {
+    test(c.name, () => {
+      const plan = planRun(c.input);
+      const paths = [
+        ...plan.changes.map((ch) => ch.path),
+        ...plan.deletes,
+        ...(plan.claimState?.outputs ?? []).map((r) => r.path),
+        ...(plan.finalState?.outputs ?? []).map((r) => r.path),
+      ];
+      for (const path of paths) assert.ok(isCleanPath(path), `not clean: ${path}`);
+      for (const path of plan.error?.paths ?? []) {
+        assert.ok(path === STATE_FILE || isCleanPath(path), `not clean: ${path}`);
+      }
+      const sorted = (list: string[]) => [...list].sort(compareUtf8);
+      assert.deepEqual(
+        plan.changes.map((ch) => ch.path),
+        sorted(plan.changes.map((ch) => ch.path)),
+      );
+      assert.deepEqual(plan.deletes, sorted(plan.deletes));
+      if (plan.action !== "force_replace") {
+        const writes = new Set(written(plan).map((ch) => ch.path));
+        for (const path of plan.deletes)
+          assert.ok(!writes.has(path), `${path} written and deleted`);
+      }
+      for (const state of [plan.claimState, plan.finalState]) {
+        if (state === null) continue;
+        const read = classifyState({ bytes: serializeState(state) });
+        assert.deepEqual(read, { class: "valid", state });
+      }
+    });
+  }
+});
+
+describe("invariant: the claim keeps every old record and claims every created path", () => {
+  for (const c of applicable) {
+    test(c.name, () => {
+      const plan = planRun(c.input);
+      const old =
+        c.input.state.class === "valid" && plan.action !== "force_replace"
+          ? c.input.state.state
+          : null;
+      // No claim means the state already on disk serves as the claim.
+      const claim = plan.claimState ?? old;
+      if (old !== null) {
+        const claimed = new Map(claim?.outputs.map((r) => [r.path, r]));
+        for (const record of old.outputs) assert.deepEqual(claimed.get(record.path), record);
+      }
+      if (c.input.state.class === "legacy" && plan.action !== "force_replace") return;
+      const claimedPaths = new Set(claim?.outputs.map((r) => r.path));
+      for (const change of written(plan)) assert.ok(claimedPaths.has(change.path), change.path);
+    });
+  }
+});

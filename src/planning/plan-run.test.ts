@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { OutputRecord } from "../state/types.js";
+import { CASES } from "./plan-run.cases.test.js";
+import {
+  catalog,
+  EARLIER,
+  input,
+  listing,
+  NOW,
+  OLD_SOURCE,
+  planned,
+  record,
+  SOURCE,
+  valid,
+} from "./plan-run.fixtures.test.js";
+import { planRun } from "./plan-run.js";
+import type { RunPlan } from "./types.js";
+
+const A = planned("a.txt");
+const B = planned("b.txt");
+
+const byPath = (records: readonly OutputRecord[] | undefined) =>
+  new Map((records ?? []).map((r) => [r.path, r]));
+
+function recordOf(plan: RunPlan, path: string, which: "claimState" | "finalState" = "finalState") {
+  return byPath(plan[which]?.outputs).get(path);
+}
+
+describe("planRun: the case table", () => {
+  for (const c of CASES) {
+    test(c.name, () => {
+      const plan = planRun(c.input);
+      assert.equal(plan.action, c.action);
+      assert.equal(plan.error?.code, c.error);
+      if (c.changes) {
+        assert.deepEqual(
+          plan.changes.map((ch) => `${ch.path} ${ch.change}`),
+          c.changes,
+        );
+      }
+      if (c.deletes) assert.deepEqual(plan.deletes, c.deletes);
+      if (c.errorPaths) assert.deepEqual(plan.error?.paths, c.errorPaths);
+      for (const [path, reason] of Object.entries(c.reasons ?? {})) {
+        const change = plan.changes.find((ch) => ch.path === path);
+        assert.ok(change?.reason.includes(reason), `${path}: reason was ${change?.reason}`);
+      }
+      if (plan.action.startsWith("fail_")) {
+        assert.equal(plan.claimState, null);
+        assert.equal(plan.finalState, null);
+        assert.deepEqual(plan.changes, []);
+      } else {
+        assert.equal(plan.error, null);
+      }
+    });
+  }
+});
+
+describe("planRun: records and timestamps", () => {
+  test("a created record is stamped now, with this run's owner and source", () => {
+    const plan = planRun(
+      input({ outputs: [B], state: valid(record("a.txt")), listing: listing("a.txt") }),
+    );
+    assert.deepEqual(recordOf(plan, "b.txt"), {
+      ...record("b.txt"),
+      created_at: NOW,
+      updated_at: NOW,
+    });
+  });
+
+  test("an update keeps created_at, takes the new digest, source and owner", () => {
+    const old = record("a.txt", { owner: "other/site", content: "old bytes", source: OLD_SOURCE });
+    const plan = planRun(input({ outputs: [A], state: valid(old), listing: listing("a.txt") }));
+    assert.deepEqual(recordOf(plan, "a.txt"), {
+      ...record("a.txt"),
+      created_at: EARLIER,
+      updated_at: NOW,
+    });
+  });
+
+  test("an unchanged output with an unchanged record keeps updated_at", () => {
+    const plan = planRun(
+      input({ outputs: [A, B], state: valid(record("a.txt")), listing: listing("a.txt") }),
+    );
+    assert.equal(recordOf(plan, "a.txt")?.updated_at, EARLIER);
+  });
+
+  test("an unchanged output whose source identity changed gets updated_at now", () => {
+    const state = valid(record("a.txt", { source: OLD_SOURCE }));
+    const plan = planRun(input({ outputs: [A], state, listing: listing("a.txt") }));
+    assert.deepEqual(recordOf(plan, "a.txt"), {
+      ...record("a.txt"),
+      source: SOURCE,
+      updated_at: NOW,
+    });
+  });
+
+  test("url is set from urlBase, percent-encoded, and absent without one", () => {
+    const spaced = planned("my docs/é.html", { from: "my docs/é.md" });
+    const withUrl = planRun(input({ outputs: [spaced], urlBase: "https://x.test/archive" }));
+    assert.equal(
+      recordOf(withUrl, "my docs/é.html")?.url,
+      "https://x.test/archive/my%20docs/%C3%A9.html",
+    );
+    assert.equal(withUrl.changes[0]?.url, "https://x.test/archive/my%20docs/%C3%A9.html");
+    const without = planRun(input({ outputs: [spaced] }));
+    assert.ok(!("url" in (recordOf(without, "my docs/é.html") ?? {})));
+    assert.equal(without.changes[0]?.url, undefined);
+  });
+
+  test("the final state keeps the old created_at and takes this distributor_version", () => {
+    const plan = planRun(
+      input({ outputs: [B], state: valid(record("a.txt")), listing: listing("a.txt") }),
+    );
+    assert.equal(plan.finalState?.created_at, "2026-05-01T00:00:00Z");
+    assert.equal(plan.finalState?.updated_at, NOW);
+    assert.equal(plan.finalState?.distributor_version, "0.1.0");
+  });
+
+  test("legacy and fresh roots get a state created now", () => {
+    for (const state of [
+      { class: "legacy", schemaVersion: 3 } as const,
+      { class: "missing" } as const,
+    ]) {
+      const plan = planRun(input({ outputs: [A], state }));
+      assert.equal(plan.finalState?.created_at, NOW);
+    }
+  });
+
+  test("under legacy state the new state holds only this run's outputs", () => {
+    const plan = planRun(
+      input({
+        outputs: [A],
+        state: { class: "legacy", schemaVersion: 2 },
+        listing: listing("a.txt", "old.html"),
+      }),
+    );
+    assert.deepEqual(
+      plan.finalState?.outputs.map((r) => r.path),
+      ["a.txt"],
+    );
+  });
+
+  test("additive keeps other records byte for byte", () => {
+    const theirs = record("c.txt", {
+      owner: "other/site",
+      source: OLD_SOURCE,
+      url: "https://o.test/c.txt",
+    });
+    const plan = planRun(
+      input({
+        outputs: [B],
+        state: valid(record("a.txt"), theirs),
+        listing: listing("a.txt", "c.txt"),
+      }),
+    );
+    assert.deepEqual(recordOf(plan, "c.txt"), theirs);
+    assert.deepEqual(recordOf(plan, "a.txt"), record("a.txt"));
+  });
+
+  test("force_replace writes a fresh state with only this run's records, created now", () => {
+    const plan = planRun(
+      input({
+        force: true,
+        outputs: [A],
+        state: valid(record("a.txt"), record("z.txt", { owner: "o/s" })),
+      }),
+    );
+    assert.deepEqual(plan.finalState, {
+      ...catalog([{ ...record("a.txt"), created_at: NOW, updated_at: NOW }], NOW),
+      distributor_version: "0.1.0",
+      updated_at: NOW,
+    });
+    assert.deepEqual(plan.claimState, plan.finalState);
+  });
+
+  test("skip_same writes nothing: no claim, no final state, no deletes", () => {
+    const plan = planRun(
+      input({ outputs: [A], state: valid(record("a.txt")), listing: listing("a.txt") }),
+    );
+    assert.equal(plan.action, "skip_same");
+    assert.deepEqual([plan.claimState, plan.finalState, plan.deletes], [null, null, []]);
+  });
+});
+
+describe("planRun: the claim state (crash safety)", () => {
+  test("claims created paths and keeps every old record, including overwritten and deleted ones", () => {
+    const old = [
+      record("a.txt", { content: "old a" }),
+      record("gone.txt"),
+      record("o.txt", { owner: "o/s" }),
+    ];
+    const plan = planRun(
+      input({
+        workflow: "replacement",
+        outputs: [A, B],
+        state: valid(...old),
+        listing: listing("a.txt", "gone.txt", "o.txt"),
+      }),
+    );
+    assert.equal(plan.action, "replace_catalog");
+    const claim = byPath(plan.claimState?.outputs);
+    for (const oldRecord of old) assert.deepEqual(claim.get(oldRecord.path), oldRecord);
+    assert.deepEqual(claim.get("b.txt"), { ...record("b.txt"), created_at: NOW, updated_at: NOW });
+    assert.equal(plan.claimState?.created_at, "2026-05-01T00:00:00Z");
+  });
+
+  test("with only updates the old state already claims everything: no claim write", () => {
+    const plan = planRun(
+      input({
+        outputs: [A],
+        state: valid(record("a.txt", { content: "old" })),
+        listing: listing("a.txt"),
+      }),
+    );
+    assert.equal(plan.action, "upsert_additive");
+    assert.equal(plan.claimState, null);
+    assert.notEqual(plan.finalState, null);
+  });
+
+  test("publish_new claims every output before writing any", () => {
+    const plan = planRun(input({ outputs: [A, B] }));
+    assert.deepEqual(
+      plan.claimState?.outputs.map((r) => r.path),
+      ["a.txt", "b.txt"],
+    );
+  });
+
+  test("legacy state writes no claim: the root stays legacy until the final state", () => {
+    const plan = planRun(
+      input({
+        outputs: [A, B],
+        state: { class: "legacy", schemaVersion: 1 },
+        listing: listing("a.txt"),
+      }),
+    );
+    assert.equal(plan.claimState, null);
+    assert.notEqual(plan.finalState, null);
+  });
+});
+
+describe("planRun: refusals say what to do", () => {
+  test("state_conflict names the reason and the force command", () => {
+    const plan = planRun(
+      input({ state: { class: "invalid", reason: "outputs[0].size: missing" } }),
+    );
+    assert.match(plan.error?.message ?? "", /invalid \(outputs\[0\]\.size: missing\)/);
+    assert.match(
+      plan.error?.message ?? "",
+      /--pipeline reports --destination site --force --dry-run/,
+    );
+  });
+
+  test("an unsupported state says to upgrade", () => {
+    const plan = planRun(input({ state: { class: "unsupported", schemaVersion: 7 } }));
+    assert.match(plan.error?.message ?? "", /schema_version 7.*upgrade distributor/);
+  });
+
+  test("a foreign root caps error paths at 100 and gives the total", () => {
+    const many = Array.from({ length: 150 }, (_, i) => `f${String(i).padStart(3, "0")}.txt`);
+    const plan = planRun(input({ outputs: [A], listing: listing(...many) }));
+    assert.equal(plan.action, "fail_unmanaged");
+    assert.equal(plan.error?.paths.length, 100);
+    assert.match(plan.error?.message ?? "", /150 entries/);
+    assert.match(plan.error?.message ?? "", /and 145 more/);
+  });
+
+  test("unmanaged collisions are capped too", () => {
+    const outputs = Array.from({ length: 120 }, (_, i) =>
+      planned(`p${String(i).padStart(3, "0")}`),
+    );
+    const plan = planRun(
+      input({ outputs, state: valid(), listing: listing(...outputs.map((o) => o.path)) }),
+    );
+    assert.equal(plan.error?.code, "unmanaged_path");
+    assert.equal(plan.error?.paths.length, 100);
+    assert.match(plan.error?.message ?? "", /^120 path\(s\)/);
+  });
+
+  test("a symlink blocking several outputs is reported once, as unsafe", () => {
+    const plan = planRun(
+      input({
+        outputs: [planned("d/a"), planned("d/b"), planned("x")],
+        state: valid(),
+        listing: listing({ path: "d", type: "symlink" }, "x"),
+      }),
+    );
+    assert.equal(plan.error?.code, "unsafe_path");
+    assert.deepEqual(plan.error?.paths, ["d"]);
+    assert.match(plan.error?.message ?? "", /never writes through or over symbolic links/);
+  });
+});

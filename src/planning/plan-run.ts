@@ -1,0 +1,298 @@
+/**
+ * The run planner (SPEC §6 step 3, seed: Workflow Semantics and Publish Planning
+ * Outcomes). A pure function: the classified state, the listing, the planned
+ * outputs and `now` come in; the action, per-output changes with reasons, the
+ * deletes and the states to write come out. The executor applies the plan in
+ * this order without re-deciding: claim state → outputs → deletes → final state.
+ */
+import type { Owner, PlannedOutput } from "../model.js";
+import { compareUtf8 } from "../paths.js";
+import type { CatalogState, OutputRecord } from "../state/types.js";
+import { sortRecords } from "../state/write.js";
+import { blockedPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
+import {
+  decideRecorded,
+  ownsRecord,
+  type RecordContext,
+  recordDifferences,
+  recordFor,
+} from "./_records.js";
+import {
+  type Blocker,
+  type StorageView,
+  storageView,
+  structuralBlocker,
+  viewPaths,
+} from "./_storage-view.js";
+import type { OutputChange, RunPlan, RunPlanInput } from "./types.js";
+
+export { simulateApplied } from "./simulate.js";
+
+/**
+ * Plan one (pipeline, destination) pair. Never throws for anything storage or
+ * state may hold: refusals are `fail_unmanaged` / `fail_conflict` plans whose
+ * `error` carries the code (`unmanaged_path`, `unsafe_path`, `state_conflict`).
+ * Reserved names (any segment starting with `.distributor.`) in the listing are
+ * ignored everywhere.
+ */
+export function planRun(input: RunPlanInput): RunPlan {
+  const view = storageView(input.listing);
+  if (input.force) return _planForce(input, view);
+  const { state } = input;
+  switch (state.class) {
+    case "invalid":
+    case "unsupported":
+      return conflictPlan(input);
+    case "missing":
+      return _planMissing(input, view);
+    case "legacy":
+      return _planCatalog(input, view, null);
+    case "valid":
+      return _planCatalog(input, view, state.state);
+  }
+}
+
+/** force_replace: the root is emptied, then every output is created under a fresh state. */
+function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
+  const plan = _fresh(input, "force_replace rewrites everything");
+  return { ...plan, action: "force_replace", deletes: viewPaths(view) };
+}
+
+function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
+  if (view.entries.size === 0) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  const blockers = _sorted(input.outputs).flatMap((output) => {
+    const blocker = _blocker(view, output.path, { recorded: false, legacy: false });
+    return blocker === null ? [] : [blocker];
+  });
+  // Nothing planned collides, yet the root holds content that is not ours.
+  return blockers.length > 0
+    ? blockedPlan(input, blockers)
+    : foreignRootPlan(input, viewPaths(view));
+}
+
+/** publish_new and force_replace: every output is a create under a brand-new state. */
+function _fresh(input: RunPlanInput, reason: string): Omit<RunPlan, "action"> {
+  const context = _context(input);
+  const times = { created_at: input.now, updated_at: input.now };
+  const outputs = _sorted(input.outputs);
+  const records = outputs.map((output) => recordFor(output, context, times));
+  const changes = outputs.map((output, i) => _change(output, "create", reason, records[i]));
+  // On a fresh root the claim already is the final state: a crash leaves every
+  // written output recorded (unchanged on rerun) and every unwritten one "file missing".
+  return {
+    error: null,
+    changes,
+    deletes: [],
+    claimState: _state(input, input.now, records),
+    finalState: _state(input, input.now, records),
+  };
+}
+
+interface Planned {
+  change: OutputChange;
+  record: OutputRecord;
+  /** The record differs from the one in the old state (or there was none). */
+  recordChanged: boolean;
+}
+
+/** Valid (`old` set) or legacy (`old` null) state: per-output changes by workflow. */
+function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState | null): RunPlan {
+  const oldRecords = old?.outputs ?? [];
+  const byPath = new Map(oldRecords.map((record) => [record.path, record]));
+  const outputs = _sorted(input.outputs);
+  const blockers = outputs.flatMap((output) => {
+    const flags = { recorded: byPath.has(output.path), legacy: old === null };
+    const blocker = _blocker(view, output.path, flags);
+    return blocker === null ? [] : [blocker];
+  });
+  if (blockers.length > 0) return blockedPlan(input, blockers);
+
+  const planned = outputs.map((output) =>
+    _planOutput(input, view, output, byPath.get(output.path)),
+  );
+  const plannedPaths = new Set(outputs.map((output) => output.path));
+  const omitted =
+    input.workflow === "replacement"
+      ? oldRecords.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
+      : [];
+  const omittedPaths = new Set(omitted.map((record) => record.path));
+  const kept = oldRecords.filter((r) => !plannedPaths.has(r.path) && !omittedPaths.has(r.path));
+  const changes = [...planned.map((p) => p.change), ...omitted.map((r) => _deleteChange(view, r))];
+  changes.sort((a, b) => compareUtf8(a.path, b.path));
+  const quiet = omitted.length === 0 && planned.every((p) => !p.recordChanged);
+  if (old !== null && quiet) {
+    return {
+      action: "skip_same",
+      error: null,
+      changes,
+      deletes: [],
+      claimState: null,
+      finalState: null,
+    };
+  }
+  const created = planned.filter((p) => p.change.change === "create").map((p) => p.record);
+  return {
+    action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
+    error: null,
+    changes,
+    deletes: omitted.map((r) => r.path).filter((path) => _deletable(view, path)),
+    claimState: _claim(input, old, created),
+    finalState: _state(input, old?.created_at ?? input.now, [
+      ...kept,
+      ...planned.map((p) => p.record),
+    ]),
+  };
+}
+
+/**
+ * The state written before any output. Under a valid state it is the old state
+ * plus the records of created paths: overwritten paths keep their OLD record (old
+ * digest, old owner), so after a crash the rerun sees them as updates, never as
+ * unchanged; records about to be deleted stay until the final state. With no
+ * create the old state already claims every path written: null, nothing to write.
+ *
+ * Under legacy state it is null: a legacy root stays legacy until the final state
+ * is written, and since planned paths are never unmanaged collisions under legacy,
+ * a rerun after a crash plans the same writes again and converges. Writing a
+ * schema 4 claim there would be worse: an overwritten file recorded with its new
+ * digest could read as unchanged while still holding the old bytes.
+ */
+function _claim(
+  input: RunPlanInput,
+  old: CatalogState | null,
+  created: OutputRecord[],
+): CatalogState | null {
+  if (old === null || created.length === 0) return null;
+  return _state(input, old.created_at, [...old.outputs, ...created]);
+}
+
+function _planOutput(
+  input: RunPlanInput,
+  view: StorageView,
+  output: PlannedOutput,
+  record: OutputRecord | undefined,
+): Planned {
+  const context = _context(input);
+  const now = { created_at: input.now, updated_at: input.now };
+  if (record === undefined) {
+    // Only legacy state gets here with a file already at the path (valid state blocks it).
+    const reason = view.entries.has(output.path)
+      ? "overwrites a file left under legacy state"
+      : "not in catalog";
+    const fresh = recordFor(output, context, now);
+    const change = view.entries.has(output.path) ? "update" : "create";
+    return { change: _change(output, change, reason, fresh), record: fresh, recordChanged: true };
+  }
+  const decision = decideRecorded(output, {
+    record,
+    entry: view.entries.get(output.path),
+    verified: input.verifiedDigests?.get(output.path),
+    owner: input.owner,
+  });
+  if (decision.change === "update") {
+    const next = recordFor(output, context, {
+      created_at: record.created_at,
+      updated_at: input.now,
+    });
+    return {
+      change: _change(output, "update", decision.reason, next),
+      record: next,
+      recordChanged: true,
+    };
+  }
+  const kept = recordFor(output, context, {
+    created_at: record.created_at,
+    updated_at: record.updated_at,
+  });
+  const differences = recordDifferences(kept, record);
+  if (differences.length === 0) {
+    return {
+      change: _change(output, "unchanged", decision.reason, kept),
+      record: kept,
+      recordChanged: false,
+    };
+  }
+  const touched = { ...kept, updated_at: input.now };
+  const reason = `${decision.reason}; record changes: ${differences.join(", ")}`;
+  return {
+    change: _change(output, "unchanged", reason, touched),
+    record: touched,
+    recordChanged: true,
+  };
+}
+
+/**
+ * What in storage stops writing `path`: structural blockers always; a symlink at
+ * the path unless it is recorded (then the atomic rename replaces the link itself,
+ * never its target); any other entry when it has no record, except under legacy
+ * state, which marks the root as ours (SPEC §5).
+ */
+function _blocker(
+  view: StorageView,
+  path: string,
+  flags: { recorded: boolean; legacy: boolean },
+): Blocker | null {
+  const structural = structuralBlocker(view, path);
+  if (structural !== null || flags.recorded) return structural;
+  const entry = view.entries.get(path);
+  if (entry === undefined) return null;
+  if (entry.type === "symlink") return { path, why: "a symbolic link", unsafe: true };
+  if (flags.legacy) return null;
+  return {
+    path,
+    why: entry.type === "file" ? "a file not recorded in the state" : "a special file",
+    unsafe: false,
+  };
+}
+
+function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
+  const reason = _deletable(view, record.path)
+    ? "omitted by this run (replacement)"
+    : "omitted by this run (replacement); already gone from storage, record dropped";
+  const change: OutputChange = { path: record.path, change: "delete", reason };
+  if (record.url !== undefined) change.url = record.url;
+  return change;
+}
+
+/** Only files the listing shows are deleted: never a symlink (not ours), never a missing path. */
+function _deletable(view: StorageView, path: string): boolean {
+  const entry = view.entries.get(path);
+  return entry !== undefined && entry.type !== "symlink";
+}
+
+function _change(
+  output: PlannedOutput,
+  change: OutputChange["change"],
+  reason: string,
+  record: OutputRecord | undefined,
+): OutputChange {
+  const result: OutputChange = { path: output.path, change, reason, output };
+  if (record?.url !== undefined) result.url = record.url;
+  return result;
+}
+
+function _state(
+  input: RunPlanInput,
+  createdAt: string,
+  records: readonly OutputRecord[],
+): CatalogState {
+  return {
+    schema_version: 4,
+    distributor_version: input.distributorVersion,
+    created_at: createdAt,
+    updated_at: input.now,
+    state: { mode: "catalog" },
+    outputs: sortRecords(records),
+  };
+}
+
+function _context(input: RunPlanInput): RecordContext {
+  const owner: Owner = input.owner;
+  const context: RecordContext = { owner, source: input.source, now: input.now };
+  if (input.urlBase !== undefined) context.urlBase = input.urlBase;
+  return context;
+}
+
+function _sorted(outputs: readonly PlannedOutput[]): PlannedOutput[] {
+  return [...outputs].sort((a, b) => compareUtf8(a.path, b.path));
+}

@@ -1,0 +1,41 @@
+/**
+ * What a root looks like after a plan is applied, without applying it. Pairs that
+ * share a root are planned one after another (SPEC §6 step 5): the second is
+ * planned against the state and listing the first one leaves.
+ */
+import { hasReservedSegment } from "../paths.js";
+import type { ClassifiedState } from "../state/types.js";
+import type { StorageEntry } from "../storage/driver.js";
+import type { RunPlan } from "./types.js";
+
+/** The root before the plan: the classified state and listing it was planned against. */
+export interface RootSnapshot {
+  state: ClassifiedState;
+  listing: readonly StorageEntry[];
+}
+
+/**
+ * The state and listing `before` will have once `plan` has been applied in full.
+ * skip_same and fail_* change nothing. force_replace leaves only the reserved
+ * tool files and the outputs; other plans remove `deletes` and put every created
+ * or updated output as a regular file of its planned size. A `RunPlanInput`
+ * can be passed as `before` directly.
+ */
+export function simulateApplied(
+  plan: RunPlan,
+  before: RootSnapshot,
+): { state: ClassifiedState; listing: StorageEntry[] } {
+  if (plan.finalState === null) return { state: before.state, listing: [...before.listing] };
+  const entries = new Map<string, StorageEntry>();
+  const removed = new Set(plan.deletes);
+  for (const entry of before.listing) {
+    const keep =
+      plan.action === "force_replace" ? hasReservedSegment(entry.path) : !removed.has(entry.path);
+    if (keep) entries.set(entry.path, entry);
+  }
+  for (const change of plan.changes) {
+    if (change.output === undefined || change.change === "unchanged") continue;
+    entries.set(change.path, { path: change.path, size: change.output.size, type: "file" });
+  }
+  return { state: { class: "valid", state: plan.finalState }, listing: [...entries.values()] };
+}
