@@ -14,7 +14,7 @@ import {
   SOURCE,
   valid,
 } from "./plan-run.fixtures.test.js";
-import { planRun } from "./plan-run.js";
+import { planRun, simulateApplied } from "./plan-run.js";
 import type { RunPlan } from "./types.js";
 
 const A = planned("a.txt");
@@ -288,5 +288,50 @@ describe("planRun: refusals say what to do", () => {
     assert.equal(plan.error?.code, "unsafe_path");
     assert.deepEqual(plan.error?.paths, ["d"]);
     assert.match(plan.error?.message ?? "", /never writes through or over symbolic links/);
+  });
+});
+
+describe("simulateApplied: pairs that share a root", () => {
+  test("the second pair is planned against what the first leaves, and both records remain", () => {
+    const first = input({ outputs: [A], workflow: "replacement" });
+    const plan1 = planRun(first);
+    assert.equal(plan1.action, "publish_new");
+    const after1 = simulateApplied(plan1, first);
+    const second = input({
+      owner: { pipelineId: "reports", destinationId: "mirror" },
+      workflow: "replacement",
+      outputs: [B],
+      state: after1.state,
+      listing: after1.listing,
+    });
+    const plan2 = planRun(second);
+    assert.equal(plan2.action, "replace_catalog");
+    assert.deepEqual(plan2.deletes, []);
+    const after2 = simulateApplied(plan2, second);
+    assert.deepEqual(
+      after2.state.class === "valid" &&
+        after2.state.state.outputs.map((r) => `${r.path} ${r.destination_id}`),
+      ["a.txt site", "b.txt mirror"],
+    );
+    assert.deepEqual(after2.listing.map((e) => e.path).sort(), ["a.txt", "b.txt"]);
+  });
+
+  test("skip_same and failures leave the root as it was", () => {
+    const root = { state: valid(record("a.txt")), listing: listing("a.txt") };
+    const skip = planRun(input({ outputs: [A], ...root }));
+    assert.deepEqual(simulateApplied(skip, root), { state: root.state, listing: root.listing });
+    const failed = planRun(input({ outputs: [B], state: valid(), listing: listing("b.txt") }));
+    assert.equal(simulateApplied(failed, root).state, root.state);
+  });
+
+  test("force_replace leaves only the outputs and the reserved tool files", () => {
+    const before = {
+      state: valid(record("x.txt")),
+      listing: listing("x.txt", ".distributor.json"),
+    };
+    const plan = planRun(input({ force: true, outputs: [A], ...before }));
+    const after = simulateApplied(plan, before);
+    assert.deepEqual(after.listing.map((e) => e.path).sort(), [".distributor.json", "a.txt"]);
+    assert.equal(after.state.class, "valid");
   });
 });
