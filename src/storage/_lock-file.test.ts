@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import os from "node:os";
+import { describe, it } from "node:test";
+import {
+  currentLockHolder,
+  formatUtcSeconds,
+  isProcessAlive,
+  isSameHolder,
+  isStaleLockHolder,
+  parseLockFile,
+  parseLockHolder,
+  serializeLockHolder,
+} from "./_lock-file.js";
+
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
+  return Number(child.stdout.toString());
+}
+
+describe("lock file format", () => {
+  it("formats timestamps as UTC seconds with Z", () => {
+    assert.equal(
+      formatUtcSeconds(new Date(Date.UTC(2026, 5, 4, 12, 3, 9, 987))),
+      "2026-06-04T12:03:09Z",
+    );
+  });
+
+  it("the current holder is this host and process", () => {
+    const holder = currentLockHolder(new Date(Date.UTC(2026, 0, 2, 3, 4, 5)));
+    assert.deepEqual(holder, {
+      hostname: os.hostname(),
+      pid: process.pid,
+      started_at: "2026-01-02T03:04:05Z",
+    });
+  });
+
+  it("serializes to indented JSON with a trailing newline that parses back", () => {
+    const holder = { hostname: "h", pid: 12, started_at: "2026-01-02T03:04:05Z" };
+    const text = serializeLockHolder({ ...holder, extra: 1 } as typeof holder);
+    assert.equal(
+      text,
+      '{\n  "hostname": "h",\n  "pid": 12,\n  "started_at": "2026-01-02T03:04:05Z"\n}\n',
+    );
+    assert.deepEqual(parseLockHolder(text), holder);
+  });
+
+  it("round-trips the acquisition id, which plain holder parsing ignores", () => {
+    const holder = { hostname: "h", pid: 12, started_at: "2026-01-02T03:04:05Z" };
+    const text = serializeLockHolder(holder, "abc123");
+    assert.deepEqual(parseLockFile(text), { holder, lockId: "abc123" });
+    assert.deepEqual(parseLockHolder(text), holder);
+    assert.deepEqual(parseLockFile(serializeLockHolder(holder)), { holder, lockId: null });
+    assert.equal(parseLockFile("{}"), null);
+  });
+
+  it("parses a holder with unknown extra fields", () => {
+    const parsed = parseLockHolder('{"hostname":"h","pid":3,"started_at":"x","note":"hi"}');
+    assert.deepEqual(parsed, { hostname: "h", pid: 3, started_at: "x" });
+  });
+
+  it("returns null for anything that is not a readable holder", () => {
+    const bad = [
+      "",
+      "not json",
+      "[]",
+      "null",
+      '"text"',
+      '{"pid":3,"started_at":"x"}',
+      '{"hostname":"","pid":3,"started_at":"x"}',
+      '{"hostname":"h","pid":"3","started_at":"x"}',
+      '{"hostname":"h","pid":0,"started_at":"x"}',
+      '{"hostname":"h","pid":-1,"started_at":"x"}',
+      '{"hostname":"h","pid":1.5,"started_at":"x"}',
+      '{"hostname":"h","pid":3}',
+    ];
+    for (const text of bad) assert.equal(parseLockHolder(text), null, text);
+  });
+
+  it("compares holders by host, pid and start time", () => {
+    const a = { hostname: "h", pid: 1, started_at: "t" };
+    assert.ok(isSameHolder(a, { ...a }));
+    assert.ok(!isSameHolder(a, { ...a, pid: 2 }));
+    assert.ok(!isSameHolder(a, { ...a, started_at: "u" }));
+    assert.ok(!isSameHolder(a, { ...a, hostname: "g" }));
+  });
+});
+
+describe("stale lock detection", () => {
+  it("knows live and dead processes and never probes process groups", () => {
+    assert.equal(isProcessAlive(process.pid), true);
+    assert.equal(isProcessAlive(process.ppid), true);
+    assert.equal(isProcessAlive(deadPid()), false);
+    assert.equal(isProcessAlive(0), false);
+    assert.equal(isProcessAlive(-1), false);
+  });
+
+  it("a holder is stale only when it is a dead process on this host", () => {
+    const dead = { hostname: os.hostname(), pid: deadPid(), started_at: "t" };
+    assert.equal(isStaleLockHolder(dead), true);
+    assert.equal(isStaleLockHolder({ ...dead, hostname: "elsewhere" }), false);
+    assert.equal(isStaleLockHolder({ ...dead, pid: process.pid }), false);
+    assert.equal(isStaleLockHolder({ ...dead, pid: process.ppid }), false);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The `.distributor.lock` file format, shared by every driver: a JSON object
+ * `{hostname, pid, started_at}` followed by a newline. Also the rule for when a
+ * lock is stale (its holder is a dead process on this host), which only the
+ * local machine can decide.
+ */
+import os from "node:os";
+import type { LockHolder } from "../errors.js";
+
+/** `YYYY-MM-DDTHH:MM:SSZ` in UTC, the timestamp format of every file we write. */
+export function formatUtcSeconds(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The holder this process writes into a lock it takes now. */
+export function currentLockHolder(now: Date = new Date()): LockHolder {
+  return { hostname: os.hostname(), pid: process.pid, started_at: formatUtcSeconds(now) };
+}
+
+/**
+ * The exact bytes of a lock file for `holder` (2-space JSON and a trailing
+ * newline). `lockId`, when given, is a random id of this acquisition, so a
+ * release can tell its own lock from a later one with the same holder (same
+ * process, same second); readers that only want the holder ignore it.
+ */
+export function serializeLockHolder(holder: LockHolder, lockId?: string): string {
+  const { hostname, pid, started_at } = holder;
+  const record =
+    lockId === undefined
+      ? { hostname, pid, started_at }
+      : { hostname, pid, started_at, lock_id: lockId };
+  return `${JSON.stringify(record, null, 2)}\n`;
+}
+
+/**
+ * The holder recorded in a lock file's text, or `null` when the text is not a
+ * lock we can read (not JSON, missing or mistyped fields, a non-positive pid).
+ * Unknown extra fields are ignored so newer writers stay readable.
+ */
+export function parseLockHolder(text: string): LockHolder | null {
+  return parseLockFile(text)?.holder ?? null;
+}
+
+/** The holder and the acquisition id (`lock_id`, `null` when absent) of a lock file's text. */
+export function parseLockFile(text: string): { holder: LockHolder; lockId: string | null } | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const { hostname, pid, started_at, lock_id } = value as Record<string, unknown>;
+  if (typeof hostname !== "string" || hostname === "") return null;
+  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return null;
+  if (typeof started_at !== "string") return null;
+  return {
+    holder: { hostname, pid, started_at },
+    lockId: typeof lock_id === "string" ? lock_id : null,
+  };
+}
+
+/** True when the two holders name the same acquisition (host, pid and start time). */
+export function isSameHolder(a: LockHolder, b: LockHolder): boolean {
+  return a.hostname === b.hostname && a.pid === b.pid && a.started_at === b.started_at;
+}
+
+/**
+ * Whether a process with this pid exists on this machine. A process we may not
+ * signal (EPERM) exists. Only positive pids are asked about: 0 and negative
+ * numbers address process groups.
+ */
+export function isProcessAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * A lock is stale only when it was taken on this host by a process that no
+ * longer exists. A holder on another host can never be judged from here, and
+ * our own pid is alive by definition.
+ */
+export function isStaleLockHolder(holder: LockHolder, hostname: string = os.hostname()): boolean {
+  if (holder.hostname !== hostname) return false;
+  if (holder.pid === process.pid) return false;
+  return !isProcessAlive(holder.pid);
+}
