@@ -103,7 +103,10 @@ export interface StorageDriver {
    */
   deleteMany(paths: readonly string[]): Promise<DeleteResult[]>;
 
-  /** Delete everything under the root (force_replace), keeping the root itself. */
+  /**
+   * Delete everything under the root (force_replace), keeping the root itself and
+   * its `.distributor.lock`, which the caller holds while it replaces the root.
+   */
   deleteAll(): Promise<void>;
 
   /**

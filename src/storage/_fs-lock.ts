@@ -1,0 +1,160 @@
+/**
+ * The filesystem lock: `<root>/.distributor.lock`, created with O_EXCL so exactly
+ * one writer wins.
+ *
+ * A lock left by a dead process on this host is taken over under a short-lived
+ * second exclusive file, `.distributor.lock.takeover`: only its creator may
+ * remove the stale lock, and only after re-reading that it is still the stale
+ * one. Without it, two takers could each remove the lock the other had just
+ * created and both win. A takeover file older than {@link TAKEOVER_EXPIRY_MS}
+ * was left by a crashed taker and is cleared.
+ */
+import { randomBytes } from "node:crypto";
+import { lstat, mkdir, open, readFile, rm, unlink } from "node:fs/promises";
+import path from "node:path";
+import { LockedError, type LockHolder } from "../errors.js";
+import { LOCK_FILE } from "../paths.js";
+import { errnoCode, storageError } from "./_fs-paths.js";
+import {
+  currentLockHolder,
+  isStaleLockHolder,
+  parseLockFile,
+  parseLockHolder,
+  serializeLockHolder,
+} from "./_lock-file.js";
+import type { LockHandle } from "./driver.js";
+
+export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`;
+const TAKEOVER_EXPIRY_MS = 10_000;
+
+export interface AcquireOptions {
+  onStaleLock?: (stale: LockHolder) => void;
+}
+
+/** Take `root`'s lock or throw `LockedError` naming the holder (see StorageDriver.acquireLock). */
+export async function acquireFsLock(
+  root: string,
+  options: AcquireOptions = {},
+): Promise<LockHandle> {
+  await mkdir(root, { recursive: true }).catch((error: unknown) => {
+    throw storageError("create the destination root", { root, relPath: "", error });
+  });
+  const holder = currentLockHolder();
+  const lockId = randomBytes(8).toString("hex");
+  const content = serializeLockHolder(holder, lockId);
+  if (await createExclusive(root, LOCK_FILE, content)) return lockHandle(root, holder, lockId);
+  const text = await readText(root, LOCK_FILE);
+  // The lock vanished between our create and read (its holder released it): one more try.
+  if (text === null) return retryOnce(root, { holder, lockId, content });
+  const existing = parseLockHolder(text);
+  if (existing === null || !isStaleLockHolder(existing)) throw new LockedError(root, existing);
+  if (!(await takeOver(root, { staleText: text, content }))) {
+    throw new LockedError(root, (await readFsLock(root)) ?? existing);
+  }
+  options.onStaleLock?.(existing);
+  return lockHandle(root, holder, lockId);
+}
+
+async function retryOnce(
+  root: string,
+  mine: { holder: LockHolder; lockId: string; content: string },
+): Promise<LockHandle> {
+  if (await createExclusive(root, LOCK_FILE, mine.content)) {
+    return lockHandle(root, mine.holder, mine.lockId);
+  }
+  throw new LockedError(root, await readFsLock(root));
+}
+
+/** The current holder, or `null` when there is no lock or it cannot be read. */
+export async function readFsLock(root: string): Promise<LockHolder | null> {
+  const text = await readText(root, LOCK_FILE);
+  return text === null ? null : parseLockHolder(text);
+}
+
+/**
+ * Replace the stale lock (whose text we judged) with ours. False when another
+ * taker is at it or got there first: that taker wins, we lose. Exported for tests.
+ */
+export async function takeOver(
+  root: string,
+  lock: { staleText: string; content: string },
+): Promise<boolean> {
+  const marker = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
+  if (!(await createTakeoverFile(root, marker))) return false;
+  try {
+    if ((await readText(root, LOCK_FILE)) !== lock.staleText) return false;
+    await unlink(path.join(root, LOCK_FILE)).catch((error: unknown) => {
+      if (errnoCode(error) !== "ENOENT")
+        throw storageError("remove the stale lock", { root, relPath: LOCK_FILE, error });
+    });
+    return await createExclusive(root, LOCK_FILE, lock.content);
+  } finally {
+    if ((await readText(root, TAKEOVER_FILE)) === marker) {
+      await rm(path.join(root, TAKEOVER_FILE), { force: true });
+    }
+  }
+}
+
+/** Create the takeover file, clearing one left by a crashed taker (once). */
+async function createTakeoverFile(root: string, marker: string): Promise<boolean> {
+  if (await createExclusive(root, TAKEOVER_FILE, marker)) return true;
+  const stats = await lstat(path.join(root, TAKEOVER_FILE)).catch(() => null);
+  if (stats !== null && Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return false;
+  await rm(path.join(root, TAKEOVER_FILE), { force: true });
+  return createExclusive(root, TAKEOVER_FILE, marker);
+}
+
+async function readText(root: string, name: string): Promise<string | null> {
+  try {
+    return await readFile(path.join(root, name), "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return null;
+    throw storageError("read the lock", { root, relPath: name, error });
+  }
+}
+
+/** Exclusive create + write + fsync. False when the file already exists. */
+async function createExclusive(root: string, name: string, content: string): Promise<boolean> {
+  const file = path.join(root, name);
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(file, "wx");
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return false;
+    throw storageError("create the lock", { root, relPath: name, error });
+  }
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+    return true;
+  } catch (error) {
+    // A half-written lock would block every later run: take it back.
+    await unlink(file).catch(() => undefined);
+    throw storageError("write the lock", { root, relPath: name, error });
+  } finally {
+    await handle.close();
+  }
+}
+
+function lockHandle(root: string, holder: LockHolder, lockId: string): LockHandle {
+  let released = false;
+  return {
+    holder,
+    async release() {
+      if (released) return;
+      await removeIfOurs(root, lockId);
+      released = true;
+    },
+  };
+}
+
+/** Unlink the lock only while it is still this acquisition's (same lock_id). */
+async function removeIfOurs(root: string, lockId: string): Promise<void> {
+  const text = await readText(root, LOCK_FILE);
+  if (text === null || parseLockFile(text)?.lockId !== lockId) return;
+  await unlink(path.join(root, LOCK_FILE)).catch((error: unknown) => {
+    if (errnoCode(error) !== "ENOENT") {
+      throw storageError("release the lock", { root, relPath: LOCK_FILE, error });
+    }
+  });
+}

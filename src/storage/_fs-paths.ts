@@ -1,0 +1,110 @@
+/**
+ * Path safety for the filesystem driver: a relative path is joined under the
+ * root only when it cannot leave it, and nothing is read, written or deleted
+ * through a symbolic link (or a file standing where a directory should be)
+ * inside the root. The root itself may be a symlink: the user configured it.
+ */
+import { lstat } from "node:fs/promises";
+import path from "node:path";
+import { DistributorError } from "../errors.js";
+import { ancestorsOf } from "../paths.js";
+
+// C0 controls and DEL; NUL is among them.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** The errno code of a Node error (`ENOENT`, ...), if any. */
+export function errnoCode(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/**
+ * Why `relPath` could escape the root or name no file, or `null` when it is safe
+ * to join. Unlike the clean path rules, reserved `.distributor.` names pass: the
+ * driver stores the state and lock files under them.
+ */
+export function unsafePathProblem(relPath: string): string | null {
+  if (relPath === "") return "is empty";
+  if (relPath.includes("\\")) return "contains a backslash";
+  if (CONTROL.test(relPath)) return "contains NUL or a control character";
+  if (relPath.startsWith("/")) return "is absolute";
+  for (const segment of relPath.split("/")) {
+    if (segment === "" || segment === "." || segment === "..") {
+      return `contains an empty, '.' or '..' segment`;
+    }
+  }
+  return null;
+}
+
+/** The absolute path of `relPath` under `root`; throws `unsafe_path` when it is not safe. */
+export function resolveInside(root: string, relPath: string): string {
+  const problem = unsafePathProblem(relPath);
+  const absolute = path.join(root, ...relPath.split("/"));
+  const inside = root.endsWith(path.sep) ? root : root + path.sep;
+  if (problem === null && absolute.startsWith(inside)) return absolute;
+  throw new DistributorError(
+    "unsafe_path",
+    `Refusing storage path ${JSON.stringify(relPath)} under ${root}: it ${problem ?? "leaves the root"}. Only clean relative paths can be stored.`,
+    { paths: [relPath] },
+  );
+}
+
+/** What stands on the way from the root to a path's parent directory. */
+export type AncestorCheck =
+  | { kind: "ok" }
+  /** An ancestor does not exist: the path itself cannot exist either. */
+  | { kind: "missing" }
+  /** An ancestor is a symlink or not a directory; `ancestor` is its relative path. */
+  | { kind: "unsafe"; ancestor: string; what: string };
+
+/**
+ * lstat every proper ancestor of `relPath` from the top down. Throws
+ * `storage_error` only for unexpected errors (EACCES, EIO, ...).
+ */
+export async function checkAncestors(root: string, relPath: string): Promise<AncestorCheck> {
+  for (const ancestor of ancestorsOf(relPath)) {
+    let stats: Awaited<ReturnType<typeof lstat>>;
+    try {
+      stats = await lstat(path.join(root, ancestor));
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return { kind: "missing" };
+      throw storageError("inspect", { root, relPath: ancestor, error });
+    }
+    if (stats.isSymbolicLink()) return { kind: "unsafe", ancestor, what: "a symbolic link" };
+    if (!stats.isDirectory()) return { kind: "unsafe", ancestor, what: "not a directory" };
+  }
+  return { kind: "ok" };
+}
+
+/** The `unsafe_path` error for an ancestor check that found a symlink or a file. */
+export function unsafeAncestorError(
+  root: string,
+  relPath: string,
+  check: { ancestor: string; what: string },
+): DistributorError {
+  return new DistributorError(
+    "unsafe_path",
+    `Refusing to touch ${relPath} under ${root}: its parent ${check.ancestor} is ${check.what}, and distributor never writes, reads or deletes through it. Remove or rename ${check.ancestor} (or use run --force to replace the destination).`,
+    { paths: [relPath, check.ancestor] },
+  );
+}
+
+/**
+ * Map an unexpected filesystem error to `storage_error`, naming the operation,
+ * the path and the errno code, and keeping the original as `cause`.
+ */
+export function storageError(
+  operation: string,
+  where: { root: string; relPath: string; error: unknown },
+): DistributorError {
+  const code = errnoCode(where.error) ?? "error";
+  const detail = where.error instanceof Error ? where.error.message : String(where.error);
+  const target = where.relPath === "" ? where.root : path.join(where.root, where.relPath);
+  return new DistributorError(
+    "storage_error",
+    `Could not ${operation} ${target} (${code}: ${detail}). Check that the destination exists, is writable and has free space.`,
+    { paths: where.relPath === "" ? [] : [where.relPath], cause: where.error },
+  );
+}

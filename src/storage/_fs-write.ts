@@ -1,0 +1,110 @@
+/**
+ * Atomic writes for the filesystem driver: the bytes go to a temporary file in
+ * the target's own directory, which is then renamed over the target, so a
+ * reader (or a crash) sees the old file or the new one, never a mix.
+ */
+import { randomBytes } from "node:crypto";
+import { constants, type Stats } from "node:fs";
+import { copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { DistributorError } from "../errors.js";
+import type { OutputContent } from "../model.js";
+import { TEMP_PREFIX } from "../paths.js";
+import {
+  checkAncestors,
+  errnoCode,
+  resolveInside,
+  storageError,
+  unsafeAncestorError,
+} from "./_fs-paths.js";
+import type { VersionToken, WriteOptions } from "./driver.js";
+
+/** The filesystem version token: modification time, size and inode. */
+export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): VersionToken {
+  return `${stats.mtimeMs}:${stats.size}:${stats.ino}`;
+}
+
+/**
+ * Put `content` at `relPath` under `root` atomically and return its new token.
+ * `ifMatch` is checked before the rename but not atomically with it: on a
+ * filesystem the root's lock is what keeps writers apart.
+ */
+export async function writeAtomic(
+  root: string,
+  relPath: string,
+  options: { content: OutputContent } & WriteOptions,
+): Promise<VersionToken> {
+  const target = resolveInside(root, relPath);
+  const check = await checkAncestors(root, relPath);
+  if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+  if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
+  const dir = path.dirname(target);
+  await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+    throw storageError("create the directory for", { root, relPath, error });
+  });
+  const temp = path.join(dir, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  try {
+    const token = await fillTemp(temp, options.content, options.durable === true);
+    await rename(temp, target);
+    if (options.durable === true) await syncDirectory(dir);
+    return token;
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    if (error instanceof DistributorError) throw error;
+    throw storageError("write", { root, relPath, error });
+  }
+}
+
+async function assertVersion(root: string, relPath: string, expected: VersionToken | null) {
+  let current: VersionToken | null = null;
+  try {
+    current = tokenOf(await lstat(path.join(root, relPath)));
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code !== "ENOENT" && code !== "ENOTDIR")
+      throw storageError("inspect", { root, relPath, error });
+  }
+  if (current === expected) return;
+  const found = current === null ? "it does not exist" : "it was changed by someone else";
+  const wanted = expected === null ? "to create it" : "to replace the version read earlier";
+  throw new DistributorError(
+    "state_conflict",
+    `Refusing to write ${relPath} under ${root}: expected ${wanted}, but ${found}. Another writer may be active; re-run to plan against the current state.`,
+    { paths: [relPath] },
+  );
+}
+
+/** Write the temp file (exclusive create) and return the token it will keep after the rename. */
+async function fillTemp(temp: string, content: OutputContent, durable: boolean) {
+  if (content.type === "file") {
+    // copyFile lets the kernel copy (copy_file_range, or a reflink where supported).
+    await copyFile(content.absPath, temp, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    if (durable) {
+      const handle = await open(temp, "r+");
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }
+    return tokenOf(await stat(temp));
+  }
+  const handle = await open(temp, "wx");
+  try {
+    await handle.writeFile(content.bytes);
+    if (durable) await handle.sync();
+    return tokenOf(await handle.stat());
+  } finally {
+    await handle.close();
+  }
+}
+
+/** fsync a directory so a rename inside it survives a power cut. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

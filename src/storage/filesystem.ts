@@ -1,0 +1,183 @@
+/**
+ * The filesystem storage driver (SPEC §11), the embedded default: a destination
+ * root is a directory tree, served as a static site.
+ *
+ * - Writes are atomic (temp file + rename in the same directory); `durable`
+ *   adds fsync of the file and its directory. Source files are copied by the
+ *   kernel (`copyFile`).
+ * - Symlinks inside the root are listed as `symlink` and never followed: not by
+ *   `list`, `read`, `readStream`, `write` or `deleteMany` (a symlinked parent
+ *   fails with `unsafe_path`). The root itself may be a symlink.
+ * - `ifMatch` is emulated (check, then rename): `capabilities.conditionalWrite`
+ *   is false because the root's lock, not the write, keeps writers apart.
+ * - Unexpected errno errors become `storage_error` naming the path and the code.
+ */
+import { constants } from "node:fs";
+import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
+import path from "node:path";
+import { DistributorError } from "../errors.js";
+import { ancestorsOf, LOCK_FILE } from "../paths.js";
+import { mapLimit } from "./_concurrency.js";
+import { acquireFsLock, readFsLock } from "./_fs-lock.js";
+import {
+  checkAncestors,
+  errnoCode,
+  resolveInside,
+  storageError,
+  unsafeAncestorError,
+  unsafePathProblem,
+} from "./_fs-paths.js";
+import { entryFromStats, walkTree } from "./_fs-walk.js";
+import { tokenOf, writeAtomic } from "./_fs-write.js";
+import type { DeleteResult, StorageDriver, StorageEntry, StoredBytes } from "./driver.js";
+
+export interface FilesystemDriverOptions {
+  /** Absolute path of the destination root (`<storage.root>/<path>`). It need not exist yet. */
+  root: string;
+}
+
+const DELETE_CONCURRENCY = 16;
+// O_NONBLOCK keeps open() from hanging on a fifo; it changes nothing for regular files.
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** A driver for the directory tree at `options.root`. Throws `config_invalid` for a relative root. */
+export function createFilesystemDriver(options: FilesystemDriverOptions): StorageDriver {
+  if (!path.isAbsolute(options.root)) {
+    throw new DistributorError(
+      "config_invalid",
+      `Filesystem storage root ${JSON.stringify(options.root)} is not an absolute path; resolve it against the config file's directory first.`,
+    );
+  }
+  const root = path.resolve(options.root);
+  const driver = {
+    root,
+    capabilities: { conditionalWrite: false, batchDelete: false },
+    list: () => walkTree(root),
+    stat: (relPath: string) => statEntry(root, relPath),
+    read: (relPath: string) => readSmall(root, relPath),
+    readStream: (relPath: string) => openStream(root, relPath),
+    write: (relPath, content, writeOptions = {}) =>
+      writeAtomic(root, relPath, { ...writeOptions, content }),
+    deleteMany: (paths: readonly string[]) => deletePaths(root, paths),
+    deleteAll: () => deleteEverything(root),
+    acquireLock: (lockOptions = {}) => acquireFsLock(root, lockOptions),
+    readLock: () => readFsLock(root),
+  } satisfies StorageDriver;
+  return driver;
+}
+
+async function statEntry(root: string, relPath: string): Promise<StorageEntry | null> {
+  const absolute = resolveInside(root, relPath);
+  // Behind a symlinked parent nothing is "under the root", as list() agrees.
+  if ((await checkAncestors(root, relPath)).kind !== "ok") return null;
+  try {
+    return entryFromStats(relPath, await lstat(absolute));
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return null;
+    throw storageError("inspect", { root, relPath, error });
+  }
+}
+
+type FileHandle = Awaited<ReturnType<typeof open>>;
+
+/** Open a regular file without following links; `null` when absent. */
+async function openRegular(root: string, relPath: string): Promise<FileHandle | null> {
+  const absolute = resolveInside(root, relPath);
+  const check = await checkAncestors(root, relPath);
+  if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+  if (check.kind === "missing") return null;
+  let handle: FileHandle;
+  try {
+    handle = await open(absolute, READ_FLAGS);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return null;
+    // O_NOFOLLOW reports a final symlink as ELOOP (EMLINK on some BSDs).
+    const what = code === "ELOOP" || code === "EMLINK" ? "read (it is a symbolic link)" : "read";
+    throw storageError(what, { root, relPath, error });
+  }
+  const stats = await handle.stat();
+  if (stats.isFile()) return handle;
+  await handle.close();
+  const error = Object.assign(new Error("not a regular file"), { code: "EINVAL" });
+  throw storageError("read", { root, relPath, error });
+}
+
+async function readSmall(root: string, relPath: string): Promise<StoredBytes | null> {
+  const handle = await openRegular(root, relPath);
+  if (handle === null) return null;
+  try {
+    // The token comes from the handle we read, so it describes exactly these bytes.
+    const token = tokenOf(await handle.stat());
+    const bytes = new Uint8Array(await handle.readFile());
+    return { bytes, token };
+  } catch (error) {
+    throw storageError("read", { root, relPath, error });
+  } finally {
+    await handle.close();
+  }
+}
+
+async function openStream(root: string, relPath: string): Promise<NodeJS.ReadableStream> {
+  const handle = await openRegular(root, relPath);
+  if (handle === null) {
+    const error = Object.assign(new Error("no such file"), { code: "ENOENT" });
+    throw storageError("read", { root, relPath, error });
+  }
+  // The stream closes the handle when it ends or fails.
+  return handle.createReadStream();
+}
+
+/** Unlink each path, then remove the directories they leave empty (deepest first). */
+async function deletePaths(root: string, paths: readonly string[]): Promise<DeleteResult[]> {
+  const results = await mapLimit(paths, DELETE_CONCURRENCY, (relPath) => deleteOne(root, relPath));
+  const dirs = new Set<string>();
+  for (const result of results) {
+    if (result.error === undefined) for (const dir of ancestorsOf(result.path)) dirs.add(dir);
+  }
+  const deepestFirst = [...dirs].sort((a, b) => b.split("/").length - a.split("/").length);
+  for (const dir of deepestFirst) {
+    // rmdir never follows a link and fails on a non-empty directory: exactly "left empty".
+    await rmdir(path.join(root, dir)).catch(() => undefined);
+  }
+  return results;
+}
+
+async function deleteOne(root: string, relPath: string): Promise<DeleteResult> {
+  const problem = unsafePathProblem(relPath);
+  if (problem !== null) return { path: relPath, error: `refused: the path ${problem}` };
+  try {
+    const check = await checkAncestors(root, relPath);
+    if (check.kind === "missing") return { path: relPath };
+    if (check.kind === "unsafe")
+      return { path: relPath, error: unsafeAncestorError(root, relPath, check).message };
+    await unlink(path.join(root, relPath));
+    return { path: relPath };
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return { path: relPath };
+    const detail = error instanceof Error ? error.message : String(error);
+    return { path: relPath, error: `${code ?? "error"}: ${detail}` };
+  }
+}
+
+/**
+ * Remove every child of the root except the lock, which the caller holds while
+ * replacing the destination. fs.rm unlinks symlinks rather than following them.
+ */
+async function deleteEverything(root: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return;
+    throw storageError("list", { root, relPath: "", error });
+  }
+  for (const name of names) {
+    if (name === LOCK_FILE) continue;
+    await rm(path.join(root, name), { recursive: true, force: true }).catch((error: unknown) => {
+      throw storageError("delete", { root, relPath: name, error });
+    });
+  }
+}
