@@ -1,0 +1,415 @@
+/**
+ * The filesystem driver: the shared conformance suite on temp directories, then
+ * what only a filesystem has (symlinks, special files, dead-pid locks, temp files).
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { LockedError, type LockHolder } from "../src/errors.js";
+import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
+import type { StorageDriver } from "../src/storage/driver.js";
+import { createFilesystemDriver } from "../src/storage/filesystem.js";
+import { describeStorageConformance, rejectsWithCode } from "./storage-conformance.js";
+
+interface Sandbox {
+  /** The driver's root (`<base>/root`, not created). */
+  root: string;
+  /** A directory beside the root, standing for "outside the destination". */
+  outside: string;
+  driver: StorageDriver;
+}
+
+async function makeSandbox(): Promise<Sandbox & { base: string }> {
+  const base = await mkdtemp(path.join(os.tmpdir(), "distributor-fs-"));
+  const root = path.join(base, "root");
+  const outside = path.join(base, "outside");
+  await mkdir(outside);
+  return { base, root, outside, driver: createFilesystemDriver({ root }) };
+}
+
+/** Run `body` in a fresh sandbox and remove it afterwards. */
+function sandboxed(body: (sandbox: Sandbox) => Promise<void>) {
+  return async () => {
+    const sandbox = await makeSandbox();
+    try {
+      await body(sandbox);
+    } finally {
+      await rm(sandbox.base, { recursive: true, force: true });
+    }
+  };
+}
+
+const bytes = (text: string) => ({ type: "bytes" as const, bytes: new TextEncoder().encode(text) });
+
+async function tempFilesUnder(dir: string): Promise<string[]> {
+  const names = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  return names.filter((name) => path.basename(name).startsWith(TEMP_PREFIX));
+}
+
+/** The pid of a process that has certainly exited. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
+  return Number(child.stdout.toString());
+}
+
+describeStorageConformance("filesystem", async () => {
+  const sandbox = await makeSandbox();
+  return {
+    driver: sandbox.driver,
+    cleanup: () => rm(sandbox.base, { recursive: true, force: true }),
+  };
+});
+
+describe("filesystem driver: construction and listing", () => {
+  it("rejects a relative root", () => {
+    assert.throws(
+      () => createFilesystemDriver({ root: "relative/public" }),
+      (error: unknown) => error instanceof Error && /absolute/.test(error.message),
+    );
+  });
+
+  it("declares emulated conditional writes and per-path deletes", () => {
+    const driver = createFilesystemDriver({ root: path.join(os.tmpdir(), "x") });
+    assert.deepEqual(driver.capabilities, { conditionalWrite: false, batchDelete: false });
+    assert.equal(driver.root, path.join(os.tmpdir(), "x"));
+  });
+
+  it(
+    "an existing empty root lists as empty and a root that is a file is a storage_error",
+    sandboxed(async ({ root, outside }) => {
+      await mkdir(root);
+      assert.deepEqual(await createFilesystemDriver({ root }).list(), []);
+      const file = path.join(outside, "file");
+      await writeFile(file, "x");
+      await rejectsWithCode(createFilesystemDriver({ root: file }).list(), "storage_error");
+    }),
+  );
+
+  it(
+    "lists symlinks as symlinks without following them, and sockets as other",
+    sandboxed(async ({ root, outside, driver }) => {
+      await writeFile(path.join(outside, "secret.txt"), "secret");
+      await mkdir(path.join(root, "d"), { recursive: true });
+      await symlink(outside, path.join(root, "d", "linkdir"));
+      await symlink(path.join(outside, "secret.txt"), path.join(root, "linkfile"));
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(path.join(root, "sock"), resolve));
+      try {
+        const entries = await driver.list();
+        assert.deepEqual(
+          entries.map(({ path: p, type }) => ({ path: p, type })),
+          [
+            { path: "d/linkdir", type: "symlink" },
+            { path: "linkfile", type: "symlink" },
+            { path: "sock", type: "other" },
+          ],
+        );
+        assert.equal((await driver.stat("linkfile"))?.type, "symlink");
+        assert.equal(await driver.stat("d/linkdir/secret.txt"), null);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }),
+  );
+
+  it(
+    "lists in UTF-8 byte order",
+    sandboxed(async ({ driver }) => {
+      for (const name of ["b.txt", "a/z.txt", "\u{e000}.txt", "\u{1f600}.txt", "A.txt"]) {
+        await driver.write(name, bytes(name));
+      }
+      const paths = (await driver.list()).map((entry) => entry.path);
+      assert.deepEqual(paths, ["A.txt", "a/z.txt", "b.txt", "\u{e000}.txt", "\u{1f600}.txt"]);
+    }),
+  );
+
+  it(
+    "the token is mtime, size and inode of the file",
+    sandboxed(async ({ root, driver }) => {
+      const token = await driver.write("t.txt", bytes("12345"));
+      const stats = await stat(path.join(root, "t.txt"));
+      assert.equal(token, `${stats.mtimeMs}:${stats.size}:${stats.ino}`);
+    }),
+  );
+});
+
+describe("filesystem driver: symlinks are never followed", () => {
+  it(
+    "write through a symlinked parent fails with unsafe_path and writes nothing outside",
+    sandboxed(async ({ root, outside, driver }) => {
+      await mkdir(root);
+      await symlink(outside, path.join(root, "docs"));
+      const error = await rejectsWithCode(
+        driver.write("docs/sub/page.html", bytes("x")),
+        "unsafe_path",
+      );
+      assert.ok(error.paths.includes("docs"), error.message);
+      assert.deepEqual(await readdir(outside), []);
+    }),
+  );
+
+  it(
+    "write under a regular file fails with unsafe_path",
+    sandboxed(async ({ driver }) => {
+      await driver.write("a", bytes("file"));
+      await rejectsWithCode(driver.write("a/b.txt", bytes("x")), "unsafe_path");
+    }),
+  );
+
+  it(
+    "write over a final symlink replaces the link, not its target",
+    sandboxed(async ({ root, outside, driver }) => {
+      const target = path.join(outside, "target.txt");
+      await writeFile(target, "original");
+      await mkdir(root);
+      await symlink(target, path.join(root, "page.html"));
+      await driver.write("page.html", bytes("published"));
+      assert.equal(await readFile(target, "utf8"), "original");
+      assert.deepEqual(await driver.stat("page.html"), {
+        path: "page.html",
+        size: 9,
+        type: "file",
+      });
+    }),
+  );
+
+  it(
+    "read and readStream refuse a symlink with storage_error and a symlinked parent with unsafe_path",
+    sandboxed(async ({ root, outside, driver }) => {
+      await writeFile(path.join(outside, "secret.txt"), "secret");
+      await mkdir(root);
+      await symlink(path.join(outside, "secret.txt"), path.join(root, STATE_FILE));
+      await symlink(outside, path.join(root, "dir"));
+      await rejectsWithCode(driver.read(STATE_FILE), "storage_error");
+      await rejectsWithCode(driver.readStream(STATE_FILE), "storage_error");
+      await rejectsWithCode(driver.read("dir/secret.txt"), "unsafe_path");
+      await rejectsWithCode(driver.readStream("dir/secret.txt"), "unsafe_path");
+    }),
+  );
+
+  it(
+    "read of a directory or a socket is a storage_error, not a hang",
+    sandboxed(async ({ root, driver }) => {
+      await mkdir(path.join(root, "dir"), { recursive: true });
+      await rejectsWithCode(driver.read("dir"), "storage_error");
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(path.join(root, "sock"), resolve));
+      try {
+        await rejectsWithCode(driver.read("sock"), "storage_error");
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }),
+  );
+
+  it(
+    "delete through a symlinked parent is refused and the outside file stays",
+    sandboxed(async ({ root, outside, driver }) => {
+      await writeFile(path.join(outside, "victim.txt"), "keep me");
+      await mkdir(root);
+      await symlink(outside, path.join(root, "linked"));
+      await driver.write("mine.txt", bytes("mine"));
+      const results = await driver.deleteMany(["linked/victim.txt", "mine.txt"]);
+      assert.match(results[0]?.error ?? "", /symbolic link/);
+      assert.deepEqual(results[1], { path: "mine.txt" });
+      assert.equal(await readFile(path.join(outside, "victim.txt"), "utf8"), "keep me");
+    }),
+  );
+
+  it(
+    "deleting a symlink removes the link only",
+    sandboxed(async ({ root, outside, driver }) => {
+      await writeFile(path.join(outside, "target.txt"), "t");
+      await mkdir(path.join(root, "sub"), { recursive: true });
+      await symlink(path.join(outside, "target.txt"), path.join(root, "sub", "link"));
+      assert.deepEqual(await driver.deleteMany(["sub/link"]), [{ path: "sub/link" }]);
+      assert.equal(await readFile(path.join(outside, "target.txt"), "utf8"), "t");
+      assert.deepEqual(await readdir(root), []);
+    }),
+  );
+
+  it(
+    "deleteAll removes symlinks without following them and keeps the root",
+    sandboxed(async ({ root, outside, driver }) => {
+      await mkdir(path.join(outside, "nested"));
+      await writeFile(path.join(outside, "nested", "keep.txt"), "keep");
+      await driver.write("a/b.txt", bytes("b"));
+      await symlink(outside, path.join(root, "top-link"));
+      await symlink(path.join(outside, "nested"), path.join(root, "a", "inner-link"));
+      await driver.deleteAll();
+      assert.deepEqual(await readdir(root), []);
+      assert.equal(await readFile(path.join(outside, "nested", "keep.txt"), "utf8"), "keep");
+    }),
+  );
+
+  it(
+    "emptied directories are removed up to, never including, the root",
+    sandboxed(async ({ root, driver }) => {
+      await driver.write("p/q/r.txt", bytes("r"));
+      await driver.deleteMany(["p/q/r.txt"]);
+      assert.deepEqual(await readdir(root), []);
+      assert.ok((await stat(root)).isDirectory());
+    }),
+  );
+});
+
+describe("filesystem driver: temp files", () => {
+  it(
+    "a failed rename leaves no temp file behind",
+    sandboxed(async ({ root, driver }) => {
+      await driver.write("dir/inner.txt", bytes("x"));
+      // "dir" is a non-empty directory: renaming a file over it must fail.
+      await rejectsWithCode(driver.write("dir", bytes("y")), "storage_error");
+      assert.deepEqual(await tempFilesUnder(root), []);
+    }),
+  );
+
+  it(
+    "a failed copy and a refused conditional write leave no temp file behind",
+    sandboxed(async ({ root, driver }) => {
+      await driver.write("dir/state.json", bytes("1"));
+      const missing = path.join(root, "does-not-exist.bin");
+      await rejectsWithCode(
+        driver.write("dir/copy.bin", { type: "file", absPath: missing }),
+        "storage_error",
+      );
+      await rejectsWithCode(
+        driver.write("dir/state.json", bytes("2"), { ifMatch: null }),
+        "state_conflict",
+      );
+      assert.deepEqual(await tempFilesUnder(root), []);
+      assert.deepEqual(await readdir(path.join(root, "dir")), ["state.json"]);
+    }),
+  );
+});
+
+describe("filesystem driver: lock file", () => {
+  async function writeLock(root: string, holder: LockHolder | string) {
+    await mkdir(root, { recursive: true });
+    const text = typeof holder === "string" ? holder : `${JSON.stringify(holder)}\n`;
+    await writeFile(path.join(root, LOCK_FILE), text);
+  }
+
+  it(
+    "the lock file is the holder and an acquisition id as JSON with a trailing newline",
+    sandboxed(async ({ root, driver }) => {
+      const lock = await driver.acquireLock();
+      const text = await readFile(path.join(root, LOCK_FILE), "utf8");
+      assert.ok(text.endsWith("}\n"));
+      const { lock_id, ...holder } = JSON.parse(text);
+      assert.deepEqual(holder, lock.holder);
+      // The acquisition id lets release tell this lock from a later one of the same process.
+      assert.match(lock_id, /^[0-9a-f]{16}$/);
+      await lock.release();
+      await assert.rejects(stat(path.join(root, LOCK_FILE)), { code: "ENOENT" });
+    }),
+  );
+
+  it(
+    "a lock of a dead process on this host is taken over and reported",
+    sandboxed(async ({ root, driver }) => {
+      const stale = { hostname: os.hostname(), pid: deadPid(), started_at: "2026-01-01T00:00:00Z" };
+      await writeLock(root, stale);
+      const reported: LockHolder[] = [];
+      const lock = await driver.acquireLock({ onStaleLock: (holder) => reported.push(holder) });
+      assert.deepEqual(reported, [stale]);
+      assert.equal(lock.holder.pid, process.pid);
+      assert.deepEqual(await driver.readLock(), lock.holder);
+      await lock.release();
+      assert.deepEqual(await readdir(root), []);
+    }),
+  );
+
+  it(
+    "of concurrent takers of a stale lock exactly one wins",
+    sandboxed(async ({ root }) => {
+      const stale = { hostname: os.hostname(), pid: deadPid(), started_at: "2026-01-01T00:00:00Z" };
+      for (let round = 0; round < 25; round++) {
+        await writeLock(root, stale);
+        const takers = Array.from({ length: 4 }, () => createFilesystemDriver({ root }));
+        const settled = await Promise.allSettled(takers.map((taker) => taker.acquireLock()));
+        const won = settled.flatMap((result) =>
+          result.status === "fulfilled" ? [result.value] : [],
+        );
+        assert.equal(won.length, 1, `round ${round}: ${won.length} takers won`);
+        assert.deepEqual(await readdir(root), [LOCK_FILE]);
+        await won[0]?.release();
+        assert.deepEqual(await readdir(root), []);
+      }
+    }),
+  );
+
+  it(
+    "a dead pid on another host, a live pid, and an unreadable lock are not taken over",
+    sandboxed(async ({ root, driver }) => {
+      const remote = {
+        hostname: `not-${os.hostname()}`,
+        pid: deadPid(),
+        started_at: "2026-01-01T00:00:00Z",
+      };
+      const cases: Array<[LockHolder | string, LockHolder | null]> = [
+        [remote, remote],
+        [
+          { ...remote, hostname: os.hostname(), pid: process.ppid },
+          { ...remote, hostname: os.hostname(), pid: process.ppid },
+        ],
+        ["not json", null],
+        ["", null],
+      ];
+      for (const [content, expected] of cases) {
+        await writeLock(root, content);
+        let called = false;
+        const error = await rejectsWithCode(
+          driver.acquireLock({
+            onStaleLock: () => {
+              called = true;
+            },
+          }),
+          "locked",
+        );
+        assert.ok(error instanceof LockedError);
+        assert.deepEqual(error.holder, expected);
+        assert.equal(called, false);
+      }
+    }),
+  );
+
+  it(
+    "release leaves alone a lock that is no longer ours",
+    sandboxed(async ({ root, driver }) => {
+      const lock = await driver.acquireLock();
+      const successor = { hostname: "other-host", pid: 4242, started_at: "2030-01-01T00:00:00Z" };
+      await rm(path.join(root, LOCK_FILE));
+      await writeLock(root, successor);
+      await lock.release();
+      assert.deepEqual(await driver.readLock(), successor);
+    }),
+  );
+
+  it(
+    "an old handle never releases a newer lock of the same process",
+    sandboxed(async ({ root, driver }) => {
+      const first = await driver.acquireLock();
+      await rm(path.join(root, LOCK_FILE));
+      // Same pid and, most likely, the same second: only the file identity differs.
+      const second = await driver.acquireLock();
+      await first.release();
+      assert.deepEqual(await driver.readLock(), second.holder);
+      await second.release();
+      assert.equal(await driver.readLock(), null);
+    }),
+  );
+
+  it(
+    "acquireLock creates a missing root",
+    sandboxed(async ({ root, driver }) => {
+      const lock = await driver.acquireLock();
+      assert.ok((await stat(root)).isDirectory());
+      await lock.release();
+    }),
+  );
+});
