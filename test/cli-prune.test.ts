@@ -7,7 +7,7 @@ import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { cleanupTempDirs, listFiles, runCli, runCliJson } from "./helpers/fixtures.js";
+import { cleanupTempDirs, listFiles, runCli, runCliJson, spawnCli } from "./helpers/fixtures.js";
 import {
   ALPHA,
   BETA,
@@ -225,5 +225,83 @@ describe("prune errors", () => {
     assert.equal(result.code, 1);
     assert.equal(result.json.error.code, "locked");
     assert.deepEqual(await listFiles(root), files);
+  });
+});
+
+describe("prune --apply crash safety", () => {
+  const COUNT = 3000;
+
+  /** Kill a prune --apply once at most `remaining` of alpha's files are left (or after `delayMs`). */
+  async function killDuringPrune(
+    context: { dir: string; root: string },
+    when: { remaining?: number; delayMs?: number },
+  ): Promise<void> {
+    const child = spawnCli(["prune", ...ALPHA, ...FUTURE, "--apply"], { cwd: context.dir });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const deadline = Date.now() + 60_000;
+    if (when.delayMs !== undefined) await new Promise((r) => setTimeout(r, when.delayMs));
+    while (when.remaining !== undefined && Date.now() < deadline && child.exitCode === null) {
+      const left = (await listFiles(path.join(context.root, "alpha"))).filter((f) =>
+        f.startsWith("d"),
+      );
+      if (left.length <= when.remaining) break;
+    }
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  /** The invariants after a kill: valid state, other owners and unmanaged intact, no file without its record. */
+  async function checkAfterKill(root: string, betaFiles: string[]): Promise<void> {
+    const state = await readValidState(root);
+    assert.deepEqual(ownedPaths(state, "beta", "site-b"), betaFiles);
+    const files = await listFiles(root);
+    for (const kept of [...betaFiles, ...UNMANAGED]) assert.ok(files.includes(kept), kept);
+    const recorded = new Set(ownedPaths(state, "alpha", "site-a"));
+    const orphans = files.filter((f) => f.startsWith("alpha/d") && !recorded.has(f));
+    assert.deepEqual(orphans, [], "a record is only dropped after its file is gone");
+  }
+
+  it("a SIGKILL at several points leaves a valid state from which a rerun completes", {
+    timeout: 300_000,
+  }, async () => {
+    const alpha: Record<string, string> = {};
+    for (let i = 0; i < COUNT; i++) alpha[`alpha/d${i % 40}/f${i}.txt`] = `file ${i}\n`;
+    const context = await publishTwoOwners({ alpha, retentionA: KEEP_NONE });
+    for (const when of [
+      { delayMs: 150 },
+      { remaining: COUNT - 1 },
+      { remaining: COUNT / 2 },
+      { remaining: 0 },
+    ]) {
+      await killDuringPrune(context, when);
+      await checkAfterKill(context.root, context.betaFiles);
+      // Put the outputs back (a plain run converges after the kill too) for the next kill point.
+      const restored = await runCli(["run", ...ALPHA], { cwd: context.dir });
+      assert.equal(restored.code, 0, `${JSON.stringify(when)}: ${restored.stderr}`);
+      assert.equal(ownedPaths(await readValidState(context.root), "alpha", "site-a").length, COUNT);
+    }
+    await killDuringPrune(context, { remaining: COUNT / 3 });
+    await checkAfterKill(context.root, context.betaFiles);
+    const rerun = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: context.dir,
+    });
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.equal(rerun.json.failed.length, 0);
+    const state = await readValidState(context.root);
+    assert.deepEqual(ownedPaths(state, "alpha", "site-a"), []);
+    const files = await listFiles(context.root);
+    assert.deepEqual(
+      files.filter((f) => f.startsWith("alpha/d")),
+      [],
+    );
+    assert.equal(
+      files.some((f) => f.includes(".distributor.tmp-")),
+      false,
+      "no temp file left",
+    );
+    const again = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: context.dir,
+    });
+    assert.deepEqual(again.json.planned, []);
   });
 });
