@@ -32,6 +32,9 @@ interface CommonFlags {
 
 /** Run the CLI; resolves to the exit code. Never throws. */
 export async function main(argv: readonly string[]): Promise<number> {
+  // distributor supports Node.js 20 (SPEC §13); the AWS SDK's notice that its
+  // future releases will not is for SDK maintainers, not for our users' stderr.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const mode: OutputMode = { json: argv.includes("--json"), quiet: argv.includes("--quiet") };
   let exitCode = 0;
   const program = buildProgram((code) => {
