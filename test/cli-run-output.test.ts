@@ -43,7 +43,7 @@ describe("--dry-run", () => {
     const v2 = await s.bundle("v2", { ...SITE_FILES, "data/a.txt": "beta\n", "new.txt": "n\n" });
     const { code, json } = await s.runJson(["--dry-run", "--source", v2]);
     assert.equal(code, 0);
-    assert.deepEqual(onlyResult(json).counts, { created: 1, updated: 1, unchanged: 2, deleted: 0 });
+    assert.deepEqual(onlyResult(json).counts, { created: 1, updated: 1, unchanged: 3, deleted: 0 });
     assert.deepEqual(await listFiles(s.root), before);
     assert.deepEqual(await fingerprint(path.join(s.root, ".distributor.json")), stateBefore);
     assert.equal(await readFile(path.join(s.root, "data/a.txt"), "utf8"), "alpha\n");
