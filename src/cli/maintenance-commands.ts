@@ -46,6 +46,12 @@ export function registerMaintenanceCommands(
   program: Command,
   setExit: (code: number) => void,
 ): void {
+  _reconcileCommand(program, setExit);
+  _verifyCommand(program, setExit);
+  _pruneCommand(program, setExit);
+}
+
+function _reconcileCommand(program: Command, setExit: (code: number) => void): void {
   _withSelector(program.command("reconcile-state"))
     .description(
       "remove catalog records whose files are gone; report unmanaged entries (never deletes files)",
@@ -65,7 +71,9 @@ export function registerMaintenanceCommands(
       _print(report, flags, (r) => formatReconcileReport(r, stdoutStyle()));
       setExit(0);
     });
+}
 
+function _verifyCommand(program: Command, setExit: (code: number) => void): void {
   _withSelector(program.command("verify"))
     .description("re-hash managed outputs and report drift (read-only; exit 1 on drift)")
     .option("--all-owners", "check every owner's records in the root, not only the selected pair's")
@@ -80,7 +88,9 @@ export function registerMaintenanceCommands(
       _print(report, flags, (r) => formatVerifyReport(r, stdoutStyle()));
       setExit(report.ok ? 0 : 1);
     });
+}
 
+function _pruneCommand(program: Command, setExit: (code: number) => void): void {
   _withSelector(program.command("prune"))
     .description("delete the owner's outputs selected by the destination's retention.prune policy")
     .addOption(new Option("--dry-run", "report the plan only (the default)").conflicts("apply"))
