@@ -137,6 +137,23 @@ describe("filesystem driver: construction and listing", () => {
   );
 });
 
+describe("filesystem driver: copied outputs", () => {
+  it(
+    "a copied file gets a new file's mode, not the source's (a 0600 source stays readable once published)",
+    sandboxed(async ({ driver, root, outside }) => {
+      const source = path.join(outside, "private.css");
+      await writeFile(source, "body{}", { mode: 0o600 });
+      await driver.write("site.css", { type: "file", absPath: source });
+      await driver.write("page.html", bytes("<p>"));
+      const copied = (await stat(path.join(root, "site.css"))).mode & 0o777;
+      const written = (await stat(path.join(root, "page.html"))).mode & 0o777;
+      assert.equal(copied, written);
+      assert.notEqual(copied, 0o600);
+      assert.equal(await readFile(path.join(root, "site.css"), "utf8"), "body{}");
+    }),
+  );
+});
+
 describe("filesystem driver: symlinks are never followed", () => {
   it(
     "write through a symlinked parent fails with unsafe_path and writes nothing outside",

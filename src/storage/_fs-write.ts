@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { chmod, copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError } from "../errors.js";
 import type { OutputContent } from "../model.js";
@@ -18,6 +18,9 @@ import {
   unsafeAncestorError,
 } from "./_fs-paths.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
+
+/** The mode `open(..., "wx")` gives a new file under this process's umask. */
+const NEW_FILE_MODE = 0o666 & ~process.umask();
 
 /** The filesystem version token: modification time, size and inode. */
 export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): VersionToken {
@@ -79,6 +82,9 @@ async function fillTemp(temp: string, content: OutputContent, durable: boolean) 
   if (content.type === "file") {
     // copyFile lets the kernel copy (copy_file_range, or a reflink where supported).
     await copyFile(content.absPath, temp, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    // copyFile keeps the source's mode; a published file gets the mode any new
+    // file gets, so a 0600 source does not become unreadable to the web server.
+    await chmod(temp, NEW_FILE_MODE);
     if (durable) {
       const handle = await open(temp, "r+");
       try {
