@@ -12,6 +12,7 @@ import {
   changesOf,
   exists,
   fingerprint,
+  hasStackTrace,
   onlyResult,
   packageVersion,
   publishedFiles,
@@ -404,6 +405,7 @@ describe("fail_unmanaged", () => {
     const human = await s.run(["--pipeline", "site"]);
     assert.equal(human.code, 1);
     assert.match(human.stdout, /Nothing was written/);
+    assert.equal(hasStackTrace(human.stdout + human.stderr), false);
   });
 });
 
@@ -438,6 +440,7 @@ describe("fail_conflict", () => {
       assert.equal(result.state, c.class);
       assert.equal(result.action, "fail_conflict");
       assert.equal(result.error?.code, "state_conflict");
+      assert.match(result.error?.message ?? "", /--force|force/);
       assert.deepEqual(await listFiles(s.root), before);
       assert.equal(await readFile(path.join(s.root, "data/a.txt"), "utf8"), "alpha\n");
       if (c.setup !== "symlink") assert.equal(await readFile(stateFile, "utf8"), c.state);

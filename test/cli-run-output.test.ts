@@ -10,6 +10,7 @@ import { cleanupTempDirs, listFiles, readStateFile, runCli } from "./helpers/fix
 import {
   exists,
   fingerprint,
+  lockText,
   onlyResult,
   packageVersion,
   SITE_FILES,
@@ -47,6 +48,19 @@ describe("--dry-run", () => {
     assert.deepEqual(await listFiles(s.root), before);
     assert.deepEqual(await fingerprint(path.join(s.root, ".distributor.json")), stateBefore);
     assert.equal(await readFile(path.join(s.root, "data/a.txt"), "utf8"), "alpha\n");
+  });
+
+  test("takes no lock: it plans even while another process holds the root's lock", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    const lock = lockText(process.pid);
+    await writeFile(path.join(s.root, ".distributor.lock"), lock);
+    const { code, json } = await s.runJson(["--dry-run"]);
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.equal(onlyResult(json).action, "skip_same");
+    assert.equal(await readFile(path.join(s.root, ".distributor.lock"), "utf8"), lock);
+    const real = await s.runJson();
+    assert.equal(real.code, 1, "without --dry-run the held lock stops the run");
   });
 
   test("a failing pair fails the dry run too (exit 1)", async () => {
@@ -116,19 +130,30 @@ describe("--help and --version", () => {
     assert.equal(stdout.trim(), await packageVersion());
   });
 
-  for (const command of [[], ["run"], ["validate"], ["status"]]) {
-    test(`${["distributor", ...command].join(" ")} --help exits 0 with usage text`, async () => {
-      const { code, stdout, stderr } = await runCli([...command, "--help"]);
-      assert.equal(code, 0, stderr);
-      assert.match(stdout, /Usage: distributor/);
-      if (command[0] === "run") {
-        for (const flag of ["--pipeline", "--destination", "--source", "--dry-run", "--force"]) {
-          assert.ok(stdout.includes(flag), flag);
-        }
-        for (const flag of ["--verify", "--json", "--quiet", "--config"]) {
-          assert.ok(stdout.includes(flag), flag);
-        }
-      }
-    });
-  }
+  test("--help of the program and of every command it lists exits 0 with usage text", async () => {
+    const top = await runCli(["--help"]);
+    assert.equal(top.code, 0, top.stderr);
+    assert.match(top.stdout, /Usage: distributor/);
+    const commandsSection = top.stdout.slice(top.stdout.indexOf("Commands:"));
+    const commands = [...commandsSection.matchAll(/^ {2}([a-z][a-z-]*)/gm)]
+      .map((match) => match[1] as string)
+      .filter((name) => name !== "help");
+    for (const expected of ["run", "validate", "status"]) assert.ok(commands.includes(expected));
+    for (const command of commands) {
+      const { code, stdout, stderr } = await runCli([command, "--help"]);
+      assert.equal(code, 0, `${command}: ${stderr}`);
+      assert.match(stdout, new RegExp(`Usage: distributor ${command}`), command);
+    }
+  });
+
+  test("run --help lists every run flag", async () => {
+    const { code, stdout } = await runCli(["run", "--help"]);
+    assert.equal(code, 0);
+    for (const flag of ["--pipeline", "--destination", "--source", "--dry-run", "--force"]) {
+      assert.ok(stdout.includes(flag), flag);
+    }
+    for (const flag of ["--verify", "--json", "--quiet", "--config"]) {
+      assert.ok(stdout.includes(flag), flag);
+    }
+  });
 });

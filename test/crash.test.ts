@@ -188,6 +188,7 @@ async function assertConverged(target: 1 | 2): Promise<void> {
 
 test("SIGKILL at any point leaves a valid state from which a plain run converges", async (t) => {
   let killedMidApply = 0;
+  let staleLocks = 0;
   let target: 1 | 2 = 1;
   for (const point of KILL_POINTS) {
     target = target === 1 ? 2 : 1;
@@ -205,7 +206,10 @@ test("SIGKILL at any point leaves a valid state from which a plain run converges
 
       const rerun = await runCliJson<RunJson>(runArgs(version));
       assert.equal(rerun.code, 0, `${JSON.stringify(rerun.json).slice(0, 2000)}\n${rerun.stderr}`);
-      if (lockLeft) assert.match(rerun.stderr, /warning.*stale lock/i);
+      if (lockLeft) {
+        assert.match(rerun.stderr, /warning.*stale lock/i);
+        staleLocks++;
+      }
       await assertConverged(version);
       await assertOtherOwnerIntact();
 
@@ -216,4 +220,5 @@ test("SIGKILL at any point leaves a valid state from which a plain run converges
     });
   }
   assert.ok(killedMidApply >= 2, `only ${killedMidApply} kills landed during apply`);
+  assert.ok(staleLocks >= 2, `only ${staleLocks} kills left a stale lock to take over`);
 });
