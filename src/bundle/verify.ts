@@ -8,10 +8,10 @@ import { createHash } from "node:crypto";
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
+import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
 import { ancestorsOf } from "../paths.js";
-import { mapLimit } from "./concurrency.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
 const READ_CHUNK = 1024 * 1024;

@@ -11,6 +11,8 @@
  * Killed anywhere, the root holds a complete valid state from which the same run
  * re-plans the remaining work as creates/updates and converges.
  */
+
+import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput } from "../model.js";
 import { STATE_FILE } from "../paths.js";
@@ -18,7 +20,6 @@ import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
 import { serializeState } from "../state/write.js";
 import type { StorageDriver, VersionToken } from "../storage/driver.js";
-import { mapWithConcurrency } from "./concurrency.js";
 
 export interface ApplyOptions {
   /** Version token of the state read at plan time (`null` = there was none). */
@@ -88,14 +89,18 @@ async function writeOutputs(
   const writes = plan.changes.filter(
     (change) => (change.change === "create" || change.change === "update") && change.output,
   );
-  await mapWithConcurrency(writes, options.concurrency ?? 8, async (change) => {
-    const output = change.output as PlannedOutput;
-    await driver.write(output.path, output.content, {
-      contentType: output.mediaType,
-      sha256: output.sha256,
-    });
-    options.onOutputWritten?.(output);
-  });
+  await mapLimit(
+    writes,
+    async (change) => {
+      const output = change.output as PlannedOutput;
+      await driver.write(output.path, output.content, {
+        contentType: output.mediaType,
+        sha256: output.sha256,
+      });
+      options.onOutputWritten?.(output);
+    },
+    { limit: options.concurrency ?? 8 },
+  );
 }
 
 async function deleteOmitted(

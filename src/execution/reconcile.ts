@@ -4,6 +4,8 @@
  * a destination file, never adopts an unmanaged entry, never validates digests
  * and never rewrites a state that is not valid.
  */
+
+import { mapLimit } from "../concurrency.js";
 import { type MissingRecord, planReconcile } from "../planning/plan-reconcile.js";
 import { formatTimestamp } from "../state/timestamps.js";
 import { openDestination } from "../storage/create-driver.js";
@@ -16,7 +18,6 @@ import {
   selectOwnerPair,
   writeCatalog,
 } from "./_maintenance.js";
-import { mapWithConcurrency } from "./concurrency.js";
 import { withLocks } from "./locks.js";
 import { readState } from "./read-root.js";
 
@@ -114,8 +115,8 @@ async function _presentAfterAll(
   driver: StorageDriver,
   missing: readonly MissingRecord[],
 ): Promise<StorageEntry[]> {
-  const entries = await mapWithConcurrency(missing, STAT_CONCURRENCY, (record) =>
-    driver.stat(record.path),
-  );
+  const entries = await mapLimit(missing, (record) => driver.stat(record.path), {
+    limit: STAT_CONCURRENCY,
+  });
   return entries.filter((entry): entry is StorageEntry => entry !== null);
 }

@@ -5,11 +5,11 @@
  * costs more than one read of what is already published.
  */
 
+import { mapLimit } from "../concurrency.js";
 import { digestStream } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
 import type { ClassifiedState } from "../state/types.js";
 import type { StorageDriver } from "../storage/driver.js";
-import { mapWithConcurrency } from "./concurrency.js";
 
 export async function digestsOfUnchanged(
   driver: StorageDriver,
@@ -22,7 +22,7 @@ export async function digestsOfUnchanged(
     const record = records.get(output.path);
     return record?.sha256 === output.sha256 && record.size === output.size;
   });
-  await mapWithConcurrency(candidates, 8, async (output) => {
+  await mapLimit(candidates, async (output) => {
     const entry = await driver.stat(output.path);
     if (entry?.type !== "file") return;
     const digest = await digestStream(

@@ -3,6 +3,8 @@
  * Every managed output in scope is re-hashed from storage and compared with its
  * record. Nothing is locked or written; `run --verify` is how drift is repaired.
  */
+
+import { mapLimit } from "../concurrency.js";
 import { digestStream } from "../hashing.js";
 import { compareUtf8 } from "../paths.js";
 import type { OutputRecord } from "../state/types.js";
@@ -14,7 +16,6 @@ import {
   requireValidState,
   selectOwnerPair,
 } from "./_maintenance.js";
-import { mapWithConcurrency } from "./concurrency.js";
 import { readState } from "./read-root.js";
 
 export interface VerifyOptions extends MaintenanceOptions {
@@ -57,9 +58,9 @@ export async function verify(options: VerifyOptions = {}): Promise<VerifyReport>
       options.allOwners ||
       (record.pipeline_id === pipeline.id && record.destination_id === destination.id),
   );
-  const findings = await mapWithConcurrency(records, options.concurrency ?? 8, (record) =>
-    _check(driver, record),
-  );
+  const findings = await mapLimit(records, (record) => _check(driver, record), {
+    limit: options.concurrency ?? 8,
+  });
   const pathsWith = (finding: Finding) =>
     records
       .filter((_, index) => findings[index] === finding)

@@ -10,7 +10,7 @@
 import { type Dirent, lstatSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { mapLimit } from "./_concurrency.js";
+import { mapLimit } from "../concurrency.js";
 import { errnoCode, storageError } from "./_fs-paths.js";
 import type { StorageEntry } from "./driver.js";
 
@@ -30,7 +30,9 @@ export async function walkTree(root: string): Promise<StorageEntry[]> {
   const entries: StorageEntry[] = [];
   let level = [""];
   while (level.length > 0) {
-    const listings = await mapLimit(level, DIR_CONCURRENCY, (dir) => readDirectory(root, dir));
+    const listings = await mapLimit(level, (dir) => readDirectory(root, dir), {
+      limit: DIR_CONCURRENCY,
+    });
     for (const listing of listings) for (const entry of listing.entries) entries.push(entry);
     level = listings.flatMap((listing) => listing.dirs);
   }

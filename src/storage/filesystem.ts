@@ -15,9 +15,9 @@
 import { constants } from "node:fs";
 import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
+import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import { ancestorsOf, LOCK_FILE } from "../paths.js";
-import { mapLimit } from "./_concurrency.js";
 import { acquireFsLock, readFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
@@ -131,7 +131,9 @@ async function openStream(root: string, relPath: string): Promise<NodeJS.Readabl
 
 /** Unlink each path, then remove the directories they leave empty (deepest first). */
 async function deletePaths(root: string, paths: readonly string[]): Promise<DeleteResult[]> {
-  const results = await mapLimit(paths, DELETE_CONCURRENCY, (relPath) => deleteOne(root, relPath));
+  const results = await mapLimit(paths, (relPath) => deleteOne(root, relPath), {
+    limit: DELETE_CONCURRENCY,
+  });
   const dirs = new Set<string>();
   for (const result of results) {
     if (result.error === undefined) for (const dir of ancestorsOf(result.path)) dirs.add(dir);

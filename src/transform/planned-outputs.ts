@@ -7,8 +7,8 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
-import { mapLimit } from "../bundle/concurrency.js";
 import { sha256Digest } from "../bundle/manifest.js";
+import { mapLimit } from "../concurrency.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";

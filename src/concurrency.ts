@@ -1,3 +1,4 @@
+/** Bounded concurrency for I/O-heavy work, shared by every module. */
 import { availableParallelism } from "node:os";
 
 /**
