@@ -19,9 +19,7 @@ export async function digestStream(stream: AsyncIterable<Uint8Array | string>): 
   return { sha256: `sha256:${hash.digest("hex")}`, size };
 }
 
-export function digestBytes(bytes: Uint8Array): Digest {
-  return {
-    sha256: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
-    size: bytes.byteLength,
-  };
+/** `sha256:` + lowercase hex SHA-256 of `bytes`. */
+export function sha256Digest(bytes: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
 }

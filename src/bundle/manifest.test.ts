@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
-import { formatLocation, isRfc3339, parseManifest, sourceDigest } from "./manifest.js";
+import { isRfc3339 } from "../timestamps.js";
+import { formatLocation, parseManifest, sourceDigest } from "./manifest.js";
 
 const HEX = "a".repeat(64);
 const goodFile = { path: "report.md", size: 12, sha256: `sha256:${HEX}` };

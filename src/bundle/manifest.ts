@@ -3,11 +3,13 @@
  * pure (bytes in, manifest out); reading the bundle and checking its files lives
  * in verify.ts.
  */
-import { createHash } from "node:crypto";
+
 import { z } from "zod";
 import { DistributorError } from "../errors.js";
+import { sha256Digest } from "../hashing.js";
 import type { ManifestFile, SourceIdentity } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
+import { isRfc3339 } from "../timestamps.js";
 
 export const MANIFEST_FILE = "manifest.json";
 
@@ -19,29 +21,6 @@ export interface Manifest {
 
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
 const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
-const RFC3339_PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))$/;
-
-/** True when `value` is an RFC3339 date-time with real calendar and clock values. */
-export function isRfc3339(value: string): boolean {
-  const m = RFC3339_PATTERN.exec(value);
-  if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[];
-  const daysInMonth = new Date(Date.UTC(year as number, month as number, 0)).getUTCDate();
-  const offsetOk = m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59);
-  return (
-    (month as number) >= 1 &&
-    (month as number) <= 12 &&
-    (day as number) >= 1 &&
-    (day as number) <= daysInMonth &&
-    (hour as number) <= 23 &&
-    (minute as number) <= 59 &&
-    // 60 allows a leap second, as RFC3339 does.
-    (second as number) <= 60 &&
-    offsetOk
-  );
-}
-
 const fileSchema = z.strictObject(
   {
     path: z.string({ error: "must be a string" }).superRefine((value, ctx) => {
@@ -80,11 +59,6 @@ const manifestSchema = z.looseObject(
   },
   { error: "must be a JSON object" },
 );
-
-/** `sha256:` + lowercase hex SHA-256 of `bytes`. */
-export function sha256Digest(bytes: Uint8Array): string {
-  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
-}
 
 /** Source digest: `sha256:` + hex SHA-256 of the exact manifest.json bytes (BOM and whitespace included). */
 export function sourceDigest(manifestBytes: Uint8Array): string {

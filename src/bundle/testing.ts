@@ -5,7 +5,7 @@
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { sha256Digest } from "./manifest.js";
+import { sha256Digest } from "../hashing.js";
 
 export interface TestBundleOptions {
   /** Manifest id (default `test.bundle`). */

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
-import { sha256Digest } from "./manifest.js";
+import { sha256Digest } from "../hashing.js";
 import { writeTestBundle } from "./testing.js";
 import { hashFile, loadBundle } from "./verify.js";
 

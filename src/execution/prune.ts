@@ -11,10 +11,10 @@
 import type { PrunePolicy } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { type PlannedPrune, planPrune } from "../planning/plan-prune.js";
-import { formatTimestamp, isRfc3339, parseRfc3339 } from "../state/timestamps.js";
 import type { CatalogState } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
 import type { StorageDriver } from "../storage/driver.js";
+import { formatTimestamp, isRfc3339, parseRfc3339 } from "../timestamps.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import {
   type MaintenanceOptions,

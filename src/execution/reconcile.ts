@@ -7,9 +7,9 @@
 
 import { mapLimit } from "../concurrency.js";
 import { type MissingRecord, planReconcile } from "../planning/plan-reconcile.js";
-import { formatTimestamp } from "../state/timestamps.js";
 import { openDestination } from "../storage/create-driver.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
+import { formatTimestamp } from "../timestamps.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import {
   type MaintenanceOptions,

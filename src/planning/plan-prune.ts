@@ -6,8 +6,8 @@
 import type { PrunePolicy } from "../config/types.js";
 import type { Owner } from "../model.js";
 import { compareUtf8 } from "../paths.js";
-import { parseRfc3339 } from "../state/timestamps.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
+import { parseRfc3339 } from "../timestamps.js";
 
 export interface PrunePlanInput {
   /** The root's valid catalog state. */

@@ -5,7 +5,7 @@
  */
 import { TRANSFORM_IDS } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
-import { isRfc3339 } from "./timestamps.js";
+import { isRfc3339 } from "../timestamps.js";
 
 export const SLUG = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
 export const DIGEST = /^sha256:[0-9a-f]{64}$/;

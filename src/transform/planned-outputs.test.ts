@@ -3,11 +3,11 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import picomatch from "picomatch";
-import { sha256Digest } from "../bundle/manifest.js";
 import { writeTestBundle } from "../bundle/testing.js";
 import { loadBundle } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
+import { sha256Digest } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
 import { mediaTypeFor, planOutputs } from "./planned-outputs.js";
 

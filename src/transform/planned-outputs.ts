@@ -7,10 +7,10 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
-import { sha256Digest } from "../bundle/manifest.js";
 import { mapLimit } from "../concurrency.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
+import { sha256Digest } from "../hashing.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";
 import { cleanPathProblem, compareUtf8 } from "../paths.js";
 import { createLinkRewriter, derivedHtmlPath } from "./links.js";
