@@ -64,15 +64,20 @@ function finish(child: ChildProcess): Promise<Finished> {
   });
 }
 
+/** A report cut short for assertion messages (a full one lists hundreds of outputs). */
+function brief(json: RunJson): string {
+  return JSON.stringify({ ...json, results: json.results?.map((r) => ({ ...r, outputs: [] })) });
+}
+
 function assertOutcome(result: Finished, pipeline: string): "won" | "locked" {
   if (result.code === 0) {
     assert.equal(result.json.ok, true);
     assert.equal(result.json.results?.[0]?.pipeline_id, pipeline);
     return "won";
   }
-  assert.equal(result.code, 1, `${pipeline}: ${JSON.stringify(result.json)}\n${result.stderr}`);
+  assert.equal(result.code, 1, `${pipeline}: ${brief(result.json)}\n${result.stderr}`);
   const error = result.json.error ?? result.json.results?.[0]?.error;
-  assert.equal(error?.code, "locked", `${pipeline}: ${JSON.stringify(result.json)}`);
+  assert.equal(error?.code, "locked", `${pipeline}: ${brief(result.json)}`);
   assert.match(error?.message ?? "", /pid \d+/, "names the holder");
   return "locked";
 }
