@@ -9,7 +9,10 @@ import type { LockHandle, StorageDriver } from "../storage/driver.js";
 const held = new Set<LockHandle>();
 
 export interface LockOptions {
-  /** Called when a stale lock of a dead local process is taken over (SPEC §6). */
+  /**
+   * Called when a stale lock of a dead local process is taken over (SPEC §6),
+   * and when a driver falls back to best effort (no conditional writes).
+   */
   onWarning?: (message: string) => void;
 }
 
@@ -32,6 +35,7 @@ export async function withLocks<T>(
           options.onWarning?.(
             `warning: took over the stale lock of ${driver.root} held by ${stale.hostname} pid ${stale.pid} (started ${stale.started_at}); that process is gone`,
           ),
+        onWarning: options.onWarning,
       });
       held.add(handle);
       taken.push(handle);

@@ -1,6 +1,7 @@
 /**
  * `distributor verify` as a library operation (SPEC §9): a read-only drift check.
- * Every managed output in scope is re-hashed from storage and compared with its
+ * Every managed output in scope is re-hashed from storage (or, where the driver
+ * keeps a digest written with the bytes, checked against it) and compared with its
  * record. Nothing is locked or written; `run --verify` is how drift is repaired.
  */
 
@@ -79,7 +80,17 @@ export async function verify(options: VerifyOptions = {}): Promise<VerifyReport>
   };
 }
 
+/**
+ * A driver that records digests with the bytes (S3 metadata) answers from one
+ * metadata request; only objects without a recorded digest are downloaded.
+ */
 async function _check(driver: StorageDriver, record: OutputRecord): Promise<Finding> {
+  if (driver.storedDigest) {
+    const stored = await driver.storedDigest(record.path);
+    if (stored === null) return "missing";
+    if (stored.size !== record.size) return "modified";
+    if (stored.sha256 !== null) return stored.sha256 === record.sha256 ? "ok" : "modified";
+  }
   const entry = await driver.stat(record.path);
   if (entry === null) return "missing";
   // Something else now stands at the path (a symlink, a fifo): not our bytes.

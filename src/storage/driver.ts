@@ -57,6 +57,25 @@ export interface StorageCapabilities {
   batchDelete: boolean;
 }
 
+/** What a driver recorded about an object without reading its bytes (see `storedDigest`). */
+export interface StoredDigest {
+  size: number;
+  /** The `sha256:<hex>` written with the bytes (WriteOptions.sha256); `null` when the object has none. */
+  sha256: string | null;
+}
+
+/** Options of `acquireLock`. */
+export interface AcquireLockOptions {
+  /** Called with the old holder when a dead local process's lock is taken over. */
+  onStaleLock?: (stale: LockHolder) => void;
+  /**
+   * Called with a one-line warning when the driver found out, while preparing to
+   * write, that it must fall back to best effort (e.g. an S3 server that ignores
+   * conditional writes: `capabilities.conditionalWrite` is then false).
+   */
+  onWarning?: (message: string) => void;
+}
+
 export interface LockHandle {
   holder: LockHolder;
   /** Remove the lock. Idempotent; never throws for an already-removed lock. */
@@ -114,8 +133,17 @@ export interface StorageDriver {
    * `LockedError` naming the holder if held. A lock whose holder is a dead process
    * on this host is taken over, calling `onStaleLock` with the old holder.
    */
-  acquireLock(options?: { onStaleLock?: (stale: LockHolder) => void }): Promise<LockHandle>;
+  acquireLock(options?: AcquireLockOptions): Promise<LockHandle>;
 
   /** The current lock holder, or `null` when unlocked (status). */
   readLock(): Promise<LockHolder | null>;
+
+  /**
+   * Optional: the size and recorded digest of the object at `path` from one
+   * metadata request, without reading the bytes; `null` when nothing is there.
+   * `verify` trusts a non-null `sha256` instead of re-hashing, so a driver may
+   * implement this only if the digest is stored atomically with the bytes it
+   * describes (S3: user metadata of the same PUT), never beside them.
+   */
+  storedDigest?(path: string): Promise<StoredDigest | null>;
 }

@@ -19,18 +19,23 @@ import { createS3Client, tokenOfEtag } from "./_s3-client.js";
 import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s3-errors.js";
 import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
+import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
 import { type FileUpload, putFile, sourceFileSize, uploadFileMultipart } from "./_s3-upload.js";
 import type {
+  AcquireLockOptions,
   DeleteResult,
   LockHandle,
+  StorageCapabilities,
   StorageDriver,
   StorageEntry,
   StoredBytes,
+  StoredDigest,
   VersionToken,
   WriteOptions,
 } from "./driver.js";
 
 const MiB = 1024 * 1024;
+const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 export interface S3DriverOptions {
   bucket: string;
@@ -63,11 +68,14 @@ export function createS3Driver(options: S3DriverOptions): StorageDriver {
 class S3Driver implements StorageDriver {
   readonly root: string;
   /**
-   * Conditional writes are assumed from the server. A server that ignored them
-   * would show it as a conditional PUT that succeeds where it must fail (e.g. a
-   * second If-None-Match "*" create); a later probe can turn this flag off.
+   * Conditional writes are assumed until the first `acquireLock` (the first
+   * step of every write) probes the server once: a server that accepts and
+   * ignores If-None-Match / If-Match turns `conditionalWrite` off, and `write`
+   * then emulates conditions (read, compare, write). Read-only commands and
+   * dry runs never probe, since they never write.
    */
-  readonly capabilities = { conditionalWrite: true, batchDelete: true };
+  readonly capabilities: StorageCapabilities = { conditionalWrite: true, batchDelete: true };
+  private probe: Promise<boolean> | undefined;
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly prefix: string;
@@ -150,6 +158,9 @@ class S3Driver implements StorageDriver {
     content: OutputContent,
     options: WriteOptions = {},
   ): Promise<VersionToken> {
+    if (options.ifMatch !== undefined && !this.capabilities.conditionalWrite) {
+      return this.writeBestEffort(path, content, options);
+    }
     try {
       const etag = await this.send(path, content, options);
       // RGW completes multipart uploads with an empty ETag: ask for the real one.
@@ -203,7 +214,10 @@ class S3Driver implements StorageDriver {
     }
   }
 
-  acquireLock(options?: { onStaleLock?: (stale: LockHolder) => void }): Promise<LockHandle> {
+  async acquireLock(options: AcquireLockOptions = {}): Promise<LockHandle> {
+    if (!(await this.conditionalWritesHonoured())) {
+      options.onWarning?.(noConditionalWritesWarning(this.root));
+    }
     return acquireObjectLock(this.lockStore(), options);
   }
 
@@ -211,7 +225,57 @@ class S3Driver implements StorageDriver {
     return readObjectLock(this.lockStore());
   }
 
+  /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
+  async storedDigest(path: string): Promise<StoredDigest | null> {
+    try {
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
+      );
+      const recorded = head.Metadata?.sha256;
+      // Anything but a well-formed digest (another tool's metadata) means "hash it".
+      const sha256 = recorded !== undefined && SHA256_PATTERN.test(recorded) ? recorded : null;
+      return { size: head.ContentLength ?? 0, sha256 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw this.failure(error, "HeadObject", path);
+    }
+  }
+
   // ---- helpers -------------------------------------------------------------
+
+  /** Probe once per driver (see `capabilities`); the answer sets `conditionalWrite`. */
+  private conditionalWritesHonoured(): Promise<boolean> {
+    this.probe ??= probeConditionalWrites(
+      s3ProbeStore(this.client, { bucket: this.bucket, keyOf: (path) => this.key(path) }),
+    ).then(
+      (honoured) => {
+        this.capabilities.conditionalWrite = honoured;
+        return honoured;
+      },
+      (error: unknown) => {
+        this.probe = undefined;
+        throw this.failure(error, "PutObject (conditional-write probe)");
+      },
+    );
+    return this.probe;
+  }
+
+  /**
+   * The storage contract's best-effort form for servers that ignore conditions:
+   * compare the current version first, write unconditionally, then read the
+   * version back so a writer that slipped in between is at least reported.
+   */
+  private async writeBestEffort(
+    path: string,
+    content: OutputContent,
+    options: WriteOptions,
+  ): Promise<VersionToken> {
+    await this.checkPrecondition(path, options);
+    const written = await this.write(path, content, { ...options, ifMatch: undefined });
+    const current = await this.currentToken(path);
+    if (written !== "" && current !== written) throw this.conflict(path, options, undefined);
+    return written;
+  }
 
   private keyPrefix(): string {
     return this.prefix === "" ? "" : `${this.prefix}/`;
