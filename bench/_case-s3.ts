@@ -1,0 +1,105 @@
+/**
+ * Case 6: S to S3 against `rclone copy` to the same server. Needs a running S3
+ * server whose endpoint and credentials are in the environment (S3_ENDPOINT,
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION), e.g. the repository's
+ * local test server. Every sample publishes to a fresh prefix.
+ */
+
+import path from "node:path";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { type BenchCase, distributorRun, writeConfig } from "./_kit.js";
+import type { Workload } from "./workload.js";
+
+const BUCKET = "distributor-bench";
+
+async function createBucket(endpoint: string): Promise<void> {
+  const client = new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: process.env.AWS_REGION ?? "us-east-1",
+  });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  } catch (error) {
+    const name = (error as { name?: string }).name;
+    if (name !== "BucketAlreadyOwnedByYou" && name !== "BucketAlreadyExists") throw error;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** rclone's environment: this rclone's S3 backend fails when AWS_CA_BUNDLE is set. */
+function rcloneEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.AWS_CA_BUNDLE;
+  return env;
+}
+
+export function s3Case(s: () => Workload, work: string): BenchCase {
+  const endpoint = process.env.S3_ENDPOINT;
+  const run = `${Date.now()}`;
+  let sample = 0;
+  let rcloneSample = 0;
+  const config = path.join(work, "s3.yaml");
+  return {
+    id: "6",
+    title: "S to S3",
+    unit: "s",
+    runs: 5,
+    setup: async () => {
+      if (!endpoint)
+        throw new Error("no S3 server: start one and export S3_ENDPOINT and AWS_* credentials");
+      await createBucket(endpoint);
+    },
+    subject: {
+      label: "distributor",
+      before: () => {
+        sample++;
+        writeConfig(config, {
+          source: s().dir,
+          storage: {
+            type: "s3",
+            bucket: BUCKET,
+            prefix: `run-${run}`,
+            endpoint,
+            force_path_style: true,
+          },
+          path: `distributor-${sample}`,
+        });
+      },
+      command: () => distributorRun(config),
+    },
+    comparisons: [
+      {
+        anchor: {
+          label: "rclone copy",
+          requires: "rclone",
+          before: () => {
+            rcloneSample++;
+          },
+          command: () => ({
+            cmd: "rclone",
+            env: rcloneEnv(),
+            args: [
+              ...[
+                "--config",
+                "/dev/null",
+                "copy",
+                s().dir,
+                `:s3:${BUCKET}/run-${run}/rclone-${rcloneSample}`,
+              ],
+              ...[
+                "--s3-provider=Ceph",
+                "--s3-env-auth",
+                `--s3-endpoint=${endpoint}`,
+                "--s3-force-path-style=true",
+              ],
+            ],
+          }),
+        },
+        target: "≤ 0.7×",
+        ratioMax: 0.7,
+      },
+    ],
+  };
+}

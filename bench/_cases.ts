@@ -1,0 +1,253 @@
+/**
+ * The benchmark cases of issue #5, in its order. Each contender is a whole
+ * process; `setup` does the untimed work (generating sets, publishing the
+ * starting destination) once per case.
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { s3Case } from "./_case-s3.js";
+import {
+  type BenchCase,
+  type Contender,
+  distributorRun,
+  expectWritten,
+  floorContender,
+  hashContender,
+  REPO_ROOT,
+  rcloneLocal,
+  writeConfig,
+} from "./_kit.js";
+import {
+  benchDir,
+  changedVariant,
+  ensureWorkload,
+  type SetSpec,
+  type Workload,
+} from "./workload.js";
+
+export interface CaseOptions {
+  seed: number;
+}
+
+function workDir(id: string): string {
+  const dir = path.join(benchDir(), `work-${id}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Lazily generated set, shared by every case of one benchmark process. */
+function lazySet(name: SetSpec["name"], options: CaseOptions): () => Workload {
+  let workload: Workload | undefined;
+  return () => {
+    workload ??= ensureWorkload(name, options.seed);
+    return workload;
+  };
+}
+
+/** distributor publishing `source()` into an emptied `root` each sample. */
+function freshPublish(work: string, source: () => Workload, root: string): Contender {
+  const config = () =>
+    writeConfig(path.join(work, "fresh.yaml"), {
+      source: source().dir,
+      storage: { type: "filesystem", root },
+    });
+  return {
+    label: "distributor",
+    before: () => rmSync(root, { recursive: true, force: true }),
+    command: () => distributorRun(config()),
+  };
+}
+
+/** Publish `source` into `root` once, untimed, so that reruns have a state to compare with. */
+function publishOnce(config: string, root: string, source?: string): void {
+  rmSync(root, { recursive: true, force: true });
+  const { cmd, args } = distributorRun(config, source);
+  execFileSync(cmd, args, { stdio: "inherit", cwd: REPO_ROOT });
+}
+
+function freshCase(
+  id: string,
+  title: string,
+  set: () => Workload,
+  extra: Partial<BenchCase>,
+): BenchCase {
+  const work = workDir(id);
+  return {
+    id,
+    title,
+    unit: "s",
+    runs: 3,
+    setup: () => void set(),
+    subject: freshPublish(work, set, path.join(work, "dist-out")),
+    comparisons: [
+      {
+        anchor: floorContender(() => set().dir, path.join(work, "floor-out")),
+        target: "≤ 1.25×",
+        ratioMax: 1.25,
+      },
+    ],
+    ...extra,
+  };
+}
+
+function unchangedCase(
+  id: string,
+  title: string,
+  set: () => Workload,
+  extra: Partial<BenchCase>,
+): BenchCase {
+  const work = workDir(id);
+  const root = path.join(work, "dist-out");
+  const config = () =>
+    writeConfig(path.join(work, "rerun.yaml"), {
+      source: set().dir,
+      storage: { type: "filesystem", root },
+    });
+  return {
+    id,
+    title,
+    unit: "s",
+    runs: 3,
+    setup: () => publishOnce(config(), root),
+    subject: {
+      label: "distributor (skip_same)",
+      command: () => distributorRun(config()),
+      check: expectWritten(root, 0),
+    },
+    comparisons: [{ anchor: hashContender(() => set().dir), target: "≤ 1.15×", ratioMax: 1.15 }],
+    ...extra,
+  };
+}
+
+function caseOne(m: () => Workload): BenchCase {
+  const work = workDir("1");
+  const rcloneOut = path.join(work, "rclone-out");
+  const base = freshCase("1", "M fresh publish", m, {});
+  const rclone: Contender = {
+    label: "rclone copy --checksum",
+    requires: "rclone",
+    before: () => rmSync(rcloneOut, { recursive: true, force: true }),
+    command: () => rcloneLocal("copy", m().dir, rcloneOut),
+  };
+  return {
+    ...base,
+    comparisons: [...base.comparisons, { anchor: rclone, target: "< 1× (aim 0.5×)", ratioMax: 1 }],
+  };
+}
+
+function caseTwo(m: () => Workload): BenchCase {
+  const work = workDir("2");
+  const copy = path.join(work, "rclone-copy");
+  const base = unchangedCase("2", "M unchanged rerun", m, {});
+  const rclone: Contender = {
+    label: "rclone sync --checksum (no-op)",
+    requires: "rclone",
+    command: () => rcloneLocal("sync", m().dir, copy),
+  };
+  return {
+    ...base,
+    setup: () => {
+      base.setup();
+      rmSync(copy, { recursive: true, force: true });
+      execFileSync("cp", ["-r", m().dir, copy]);
+    },
+    comparisons: [...base.comparisons, { anchor: rclone, target: "≤ 0.5×", ratioMax: 0.5 }],
+  };
+}
+
+/** Two variants of M that differ in one Markdown file: every changed sample flips between them. */
+function caseThree(m: () => Workload): BenchCase {
+  const work = workDir("3");
+  const root = path.join(work, "dist-out");
+  const config = path.join(work, "changed.yaml");
+  const variants: Workload[] = [];
+  let current = 0;
+  return {
+    id: "3",
+    title: "M one file changed",
+    unit: "s",
+    runs: 3,
+    setup: () => {
+      variants.push(changedVariant(m(), "a"), changedVariant(m(), "b"));
+      writeConfig(config, { source: m().dir, storage: { type: "filesystem", root } });
+      publishOnce(config, root, variants[0]?.dir);
+    },
+    subject: {
+      label: "distributor (1 changed)",
+      before: () => {
+        current = 1 - current;
+      },
+      command: () => distributorRun(config, variants[current]?.dir),
+      check: expectWritten(root, 2),
+    },
+    comparisons: [
+      {
+        anchor: {
+          label: "distributor unchanged (case 2)",
+          command: () => distributorRun(config, variants[current]?.dir),
+        },
+        target: "≤ 1.2×",
+        ratioMax: 1.2,
+      },
+    ],
+  };
+}
+
+function caseSeven(m: () => Workload): BenchCase {
+  const script = path.join(REPO_ROOT, "dist/bench/md-throughput.js");
+  const mode = (name: string): Contender => ({
+    label: name === "bare" ? "bare markdown-it" : "distributor markdown_to_html",
+    command: () => ({ cmd: process.execPath, args: [script, "--mode", name, "--dir", m().dir] }),
+    value: (sample) => Number(sample.stdout.trim()),
+  });
+  return {
+    id: "7",
+    title: "markdown_to_html throughput (M's 1,000 .md)",
+    unit: "MB/s",
+    runs: 5,
+    setup: () => void m(),
+    subject: mode("distributor"),
+    comparisons: [{ anchor: mode("bare"), target: "≥ 0.8×", ratioMin: 0.8 }],
+  };
+}
+
+/** Every case, in the issue's order. */
+export function allCases(options: CaseOptions): BenchCase[] {
+  const m = lazySet("M", options);
+  const l = lazySet("L", options);
+  const c = lazySet("C", options);
+  const s = lazySet("S", options);
+  return [
+    caseOne(m),
+    caseTwo(m),
+    caseThree(m),
+    freshCase("4", "L 2 GB fresh publish", l, {
+      runs: 2,
+      rssLimitMb: 150,
+      comparisons: [
+        {
+          anchor: floorContender(() => l().dir, path.join(workDir("4"), "floor-out")),
+          target: "≤ 1.2×",
+          ratioMax: 1.2,
+        },
+      ],
+    }),
+    freshCase("5a", "C 100k outputs fresh publish", c, {
+      runs: 2,
+      comparisons: [
+        {
+          anchor: floorContender(() => c().dir, path.join(workDir("5a"), "floor-out")),
+          target: "≤ 1.5×",
+          ratioMax: 1.5,
+        },
+      ],
+    }),
+    unchangedCase("5b", "C 100k outputs unchanged rerun", c, {
+      runs: 2,
+      comparisons: [{ anchor: hashContender(() => c().dir), target: "≤ 1.3×", ratioMax: 1.3 }],
+    }),
+    s3Case(s, workDir("6")),
+    caseSeven(m),
+  ];
+}

@@ -1,0 +1,115 @@
+/**
+ * The pieces benchmark cases are built from: the case model, the distributor
+ * command, the coreutils floors and the rclone anchors.
+ */
+import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Command, quote, type Sample, shell } from "./_measure.js";
+
+/** One side of a comparison, run as a whole process per sample. */
+export interface Contender {
+  label: string;
+  /** Untimed preparation before each sample (emptying a destination...). */
+  before?: () => void | Promise<void>;
+  command: () => Command;
+  /** A note when the sample did not do what the case claims (e.g. "wrote 3 files"). */
+  check?: (sample: Sample) => string | null;
+  /** The measured value when it is not the wall time (case 7: MB/s from stdout). */
+  value?: (sample: Sample) => number;
+  /** A command that must be installed; when missing the row says so. */
+  requires?: string;
+}
+
+export interface Comparison {
+  anchor: Contender;
+  /** Human target, e.g. "≤ 1.25×". */
+  target: string;
+  /** Met when subject/anchor ≤ ratioMax (or ≥ ratioMin). */
+  ratioMax?: number;
+  ratioMin?: number;
+}
+
+export interface BenchCase {
+  id: string;
+  title: string;
+  unit: "s" | "MB/s";
+  /** Default samples per contender after the warm-up. */
+  runs: number;
+  /** Untimed, once: generate sets, publish the starting destination... */
+  setup: () => Promise<void> | void;
+  subject: Contender;
+  comparisons: Comparison[];
+  /** Peak RSS target of the subject, in MB. */
+  rssLimitMb?: number;
+}
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** Write a one-pipeline config publishing `source` to `storage`; returns its path. */
+export function writeConfig(
+  file: string,
+  options: { source: string; storage: Record<string, unknown>; path?: string },
+): string {
+  const config = {
+    pipelines: {
+      bench: {
+        source: options.source,
+        destinations: ["out"],
+        transforms: [{ transform: "markdown_to_html" }],
+      },
+    },
+    destinations: { out: { storage: options.storage, path: options.path ?? "" } },
+  };
+  // JSON is YAML: no serializer needed.
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+/** `distributor run --quiet` with `config`, optionally with `--source`. */
+export function distributorRun(config: string, source?: string): Command {
+  const args = [path.join(REPO_ROOT, "bin/distributor.js"), "run", "--config", config, "--quiet"];
+  if (source) args.push("--source", source);
+  return { cmd: process.execPath, args };
+}
+
+/** Hashing alone: SHA-256 of every file of `dir`, by coreutils. */
+export function hashOnly(dir: string): string {
+  return `cd ${quote(dir)} && find . -type f -print0 | xargs -0 sha256sum > /dev/null`;
+}
+
+/** The physical floor of a publish: hash every file, then `cp -r` the tree. */
+export function floorContender(source: () => string, target: string): Contender {
+  return {
+    label: "floor (sha256sum + cp -r)",
+    before: () => rmSync(target, { recursive: true, force: true }),
+    command: () => shell(`${hashOnly(source())} && cp -r ${quote(source())} ${quote(target)}`),
+  };
+}
+
+export function hashContender(source: () => string): Contender {
+  return { label: "hashing (sha256sum)", command: () => shell(hashOnly(source())) };
+}
+
+/** rclone with no config file, checksums on. */
+export function rcloneLocal(verb: "copy" | "sync", source: string, target: string): Command {
+  return { cmd: "rclone", args: ["--config", "/dev/null", verb, "--checksum", source, target] };
+}
+
+/** Regular files under `root` modified at or after `sinceMs` (what a run wrote). */
+export function writtenSince(root: string, sinceMs: number): number {
+  let count = 0;
+  for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    if (statSync(path.join(entry.parentPath, entry.name)).mtimeMs >= sinceMs) count++;
+  }
+  return count;
+}
+
+/** A check that the run wrote exactly `expected` files under `root`. */
+export function expectWritten(root: string, expected: number): Contender["check"] {
+  return (sample) => {
+    const written = writtenSince(root, sample.startedAtMs);
+    return written === expected ? null : `wrote ${written} files, expected ${expected}`;
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Running one timed command as its own process: wall time from spawn to exit,
+ * peak RSS from GNU time (`/usr/bin/time -f %M`) when it is installed, stdout
+ * kept for checks. Nothing here decides what a good number is.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export interface Command {
+  cmd: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+export interface Sample {
+  seconds: number;
+  /** Wall-clock start (epoch ms), to find what the run wrote. */
+  startedAtMs: number;
+  /** Peak resident set size in MB, or null when GNU time is missing. */
+  peakRssMb: number | null;
+  stdout: string;
+}
+
+const GNU_TIME = "/usr/bin/time";
+
+/** Whether `name` runs here (`name --version` exits 0). */
+export function toolAvailable(name: string): boolean {
+  return spawnSync(name, ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+/** Flush dirty pages so that one sample's writeback does not land in the next one's time. */
+export function flushDisks(): void {
+  spawnSync("sync", [], { stdio: "ignore" });
+}
+
+/** Run `command` once and time it. Throws with its stderr when it exits non-zero. */
+export async function measure(command: Command): Promise<Sample> {
+  const rssFile = path.join(os.tmpdir(), `distributor-bench-rss-${process.pid}`);
+  const withTime = existsSync(GNU_TIME);
+  const [cmd, args] = withTime
+    ? [GNU_TIME, ["-f", "%M", "-o", rssFile, command.cmd, ...command.args]]
+    : [command.cmd, command.args];
+  const startedAtMs = Date.now();
+  const started = process.hrtime.bigint();
+  const { code, stdout, stderr } = await runChild(cmd, args, command);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  if (code !== 0) {
+    throw new Error(
+      `${command.cmd} ${command.args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`,
+    );
+  }
+  let peakRssMb: number | null = null;
+  if (withTime) {
+    const lines = readFileSync(rssFile, "utf8").trim().split("\n");
+    peakRssMb = Number(lines[lines.length - 1]) / 1024;
+    rmSync(rssFile, { force: true });
+  }
+  return { seconds, startedAtMs, peakRssMb, stdout };
+}
+
+function runChild(
+  cmd: string,
+  args: string[],
+  command: Command,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: command.cwd,
+      env: command.env ?? process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    child.on("error", reject);
+    child.on("close", (code) =>
+      resolve({
+        code,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+      }),
+    );
+  });
+}
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** A shell command line (for floors built from coreutils pipelines). */
+export function shell(script: string, env?: NodeJS.ProcessEnv): Command {
+  return { cmd: "sh", args: ["-c", script], env };
+}
+
+/** Quote one word for `sh`. */
+export function quote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
+}

@@ -1,0 +1,166 @@
+/**
+ * `npm run bench [-- --cases 1,2] [--runs N] [--seed N]`: runs the cases of
+ * issue #5, each contender a whole process, a warm-up and then N samples per
+ * contender, alternating the subject and its anchors so that a noisy machine
+ * slows both alike. Prints a Markdown table and writes it, with a JSON copy,
+ * next to the generated sets (BENCH_DIR, else the OS temp dir).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { allCases } from "./_cases.js";
+import type { BenchCase, Comparison, Contender } from "./_kit.js";
+import { flushDisks, measure, median, toolAvailable } from "./_measure.js";
+import { markdownTable, type Row } from "./_report.js";
+import { benchDir, DEFAULT_SEED } from "./workload.js";
+
+interface Options {
+  cases: string[] | null;
+  runs: number | null;
+  seed: number;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  const value = (name: string) => {
+    const index = argv.indexOf(`--${name}`);
+    return index >= 0 ? argv[index + 1] : undefined;
+  };
+  const cases = value("cases");
+  const runs = value("runs");
+  return {
+    cases: cases ? cases.split(",").map((c) => c.trim()) : null,
+    runs: runs ? Math.max(1, Number(runs)) : null,
+    seed: Number(value("seed") ?? DEFAULT_SEED),
+  };
+}
+
+/** `--cases 5` selects 5a and 5b. */
+function selected(bench: BenchCase, wanted: string[] | null): boolean {
+  return (
+    wanted === null || wanted.some((id) => bench.id === id || bench.id.replace(/[a-z]$/, "") === id)
+  );
+}
+
+interface Samples {
+  values: number[];
+  rss: number[];
+  notes: Set<string>;
+}
+
+async function sample(contender: Contender, into: Samples): Promise<void> {
+  await contender.before?.();
+  flushDisks();
+  const result = await measure(contender.command());
+  into.values.push(contender.value ? contender.value(result) : result.seconds);
+  if (result.peakRssMb !== null) into.rss.push(result.peakRssMb);
+  const note = contender.check?.(result);
+  if (note) into.notes.add(`${contender.label}: ${note}`);
+}
+
+async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
+  const usable = bench.comparisons.filter(
+    (c) => !c.anchor.requires || toolAvailable(c.anchor.requires),
+  );
+  const contenders = [bench.subject, ...usable.map((c) => c.anchor)];
+  const samples = new Map(
+    contenders.map((c) => [c, { values: [], rss: [], notes: new Set<string>() } as Samples]),
+  );
+  const warmUp = { values: [], rss: [], notes: new Set<string>() };
+  for (const contender of contenders) await sample(contender, warmUp);
+  for (let i = 0; i < runs; i++) {
+    // Alternate the order too, so neither side always runs on a cache the other just warmed.
+    const order = i % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const contender of order) await sample(contender, samples.get(contender) as Samples);
+    process.stderr.write(`  case ${bench.id}: run ${i + 1}/${runs} done\n`);
+  }
+  const subject = samples.get(bench.subject) as Samples;
+  return bench.comparisons.map((comparison) =>
+    rowOf(bench, comparison, subject, samples.get(comparison.anchor)),
+  );
+}
+
+function rowOf(
+  bench: BenchCase,
+  comparison: Comparison,
+  subject: Samples,
+  anchor: Samples | undefined,
+): Row {
+  const distributor = median(subject.values);
+  const anchorMedian = anchor ? median(anchor.values) : null;
+  const ratio = anchorMedian === null ? null : distributor / anchorMedian;
+  const peakRssMb = subject.rss.length > 0 ? Math.max(...subject.rss) : null;
+  const notes = [...subject.notes, ...(anchor?.notes ?? [])];
+  if (!anchor) notes.push(`${comparison.anchor.requires} is not installed: anchor skipped`);
+  let met: boolean | null =
+    ratio === null
+      ? null
+      : comparison.ratioMin !== undefined
+        ? ratio >= comparison.ratioMin
+        : ratio <= (comparison.ratioMax ?? Infinity);
+  let target = comparison.target;
+  if (bench.rssLimitMb !== undefined) {
+    target += `, RSS ≤ ${bench.rssLimitMb} MB`;
+    if (peakRssMb !== null && peakRssMb > bench.rssLimitMb) met = false;
+  }
+  if (notes.some((note) => note.startsWith("distributor"))) met = false;
+  return {
+    case: `${bench.id}. ${bench.title}`,
+    anchor: comparison.anchor.label,
+    unit: bench.unit,
+    distributor,
+    anchorMedian,
+    ratio,
+    target,
+    met,
+    peakRssMb,
+    samples: { distributor: subject.values, anchor: anchor?.values ?? [] },
+    notes,
+  };
+}
+
+function failedRows(bench: BenchCase, error: unknown): Row[] {
+  // The tail of a failed command's stderr says why; keep the row on one line.
+  const text = error instanceof Error ? error.message : String(error);
+  const message = text.replaceAll(/\s+/g, " ").slice(-400);
+  return bench.comparisons.map((comparison) => ({
+    case: `${bench.id}. ${bench.title}`,
+    anchor: comparison.anchor.label,
+    unit: bench.unit,
+    distributor: null,
+    anchorMedian: null,
+    ratio: null,
+    target: comparison.target,
+    met: null,
+    peakRssMb: null,
+    samples: { distributor: [], anchor: [] },
+    notes: [`not run: ${message}`],
+  }));
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  const cases = allCases({ seed: options.seed }).filter((bench) => selected(bench, options.cases));
+  const rows: Row[] = [];
+  for (const bench of cases) {
+    process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
+    try {
+      await bench.setup();
+      rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
+    } catch (error) {
+      rows.push(...failedRows(bench, error));
+    }
+  }
+  const table = markdownTable(rows);
+  const machine = `${os.availableParallelism()} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
+  const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
+  const out = path.join(benchDir(), "results");
+  mkdirSync(out, { recursive: true });
+  writeFileSync(path.join(out, `bench-${stamp}.md`), `${machine}\n\n${table}\n`);
+  writeFileSync(
+    path.join(out, `bench-${stamp}.json`),
+    `${JSON.stringify({ machine, seed: options.seed, rows }, null, 2)}\n`,
+  );
+  console.log(`${machine}\n\n${table}\n\nwritten to ${path.join(out, `bench-${stamp}.{md,json}`)}`);
+}
+
+await main();
