@@ -191,3 +191,18 @@ describe("locked", () => {
     assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS);
   });
 });
+
+describe("storage_error", () => {
+  test("a destination root that is a regular file: exit 1, storage_error naming it, no stack", async () => {
+    const s = await scenario();
+    await writeFile(s.root, "not a directory\n");
+    for (const args of [["--dry-run"], []]) {
+      const { code, json, stderr } = await s.runJson(args);
+      assert.equal(code, 1, `run ${args.join(" ")}`);
+      assertErrorOnly(json, "storage_error");
+      assert.match(json.error?.message ?? "", new RegExp(s.root.replaceAll("/", "\\/")));
+      assert.equal(hasStackTrace(stderr), false, stderr);
+    }
+    assert.equal(await readFile(s.root, "utf8"), "not a directory\n");
+  });
+});

@@ -100,8 +100,11 @@ export function storageError(
   where: { root: string; relPath: string; error: unknown },
 ): DistributorError {
   const code = errnoCode(where.error) ?? "error";
-  const detail = where.error instanceof Error ? where.error.message : String(where.error);
   const target = where.relPath === "" ? where.root : path.join(where.root, where.relPath);
+  // Node's errno messages already read "CODE: description, syscall 'path'";
+  // keep only the description: the code and the path are said once, here.
+  const message = where.error instanceof Error ? where.error.message : String(where.error);
+  const detail = message.replace(/^[A-Z]+: /, "").replace(/, \w+ '.*'$/, "");
   return new DistributorError(
     "storage_error",
     `Could not ${operation} ${target} (${code}: ${detail}). Check that the destination exists, is writable and has free space.`,
