@@ -3,16 +3,17 @@
  * return, thrown error, SIGINT, SIGTERM) releases them. The CLI installs the
  * signal handlers; library callers get release-on-error from `withLocks`.
  */
-
 import type { LockHandle, StorageDriver } from "../storage/driver.js";
 
-const held = new Set<LockHandle>();
+/**
+ * Locks held or being taken. An acquisition is registered before it starts: the
+ * lock file is visible while it is still being written and fsynced, and a signal
+ * in that window must still release it once the acquisition settles.
+ */
+const held = new Set<Promise<LockHandle>>();
 
 export interface LockOptions {
-  /**
-   * Called when a stale lock of a dead local process is taken over (SPEC §6),
-   * and when a driver falls back to best effort (no conditional writes).
-   */
+  /** Called when a stale lock of a dead local process is taken over (SPEC §6). */
   onWarning?: (message: string) => void;
 }
 
@@ -27,33 +28,36 @@ export async function withLocks<T>(
   body: () => Promise<T>,
   options: LockOptions = {},
 ): Promise<T> {
-  const taken: LockHandle[] = [];
+  const taken: Promise<LockHandle>[] = [];
   try {
     for (const driver of [...drivers].sort((a, b) => (a.root < b.root ? -1 : 1))) {
-      const handle = await driver.acquireLock({
+      const acquisition = driver.acquireLock({
         onStaleLock: (stale) =>
           options.onWarning?.(
             `warning: took over the stale lock of ${driver.root} held by ${stale.hostname} pid ${stale.pid} (started ${stale.started_at}); that process is gone`,
           ),
+        // Drivers that must fall back to best effort say so (S3 without conditional writes).
         onWarning: options.onWarning,
       });
-      held.add(handle);
-      taken.push(handle);
+      held.add(acquisition);
+      taken.push(acquisition);
+      await acquisition;
     }
     return await body();
   } finally {
-    await Promise.allSettled(taken.map((handle) => releaseOne(handle)));
+    await Promise.allSettled(taken.map((acquisition) => releaseOne(acquisition)));
   }
 }
 
-async function releaseOne(handle: LockHandle): Promise<void> {
-  held.delete(handle);
-  await handle.release();
+async function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
+  held.delete(acquisition);
+  const handle = await acquisition.catch(() => null);
+  await handle?.release();
 }
 
-/** Release every lock this process holds (signal handlers). Never throws. */
+/** Release every lock this process holds or is taking (signal handlers). Never throws. */
 export async function releaseAllLocks(): Promise<void> {
-  await Promise.allSettled([...held].map((handle) => releaseOne(handle)));
+  await Promise.allSettled([...held].map((acquisition) => releaseOne(acquisition)));
 }
 
 let handlersInstalled = false;
