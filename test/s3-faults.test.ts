@@ -1,0 +1,205 @@
+/**
+ * S3 destinations under faults, through a fault-injecting proxy in front of the
+ * real server: transient failures are retried and the run converges, a run
+ * killed mid-upload reruns cleanly without --force, persistent failures are
+ * `storage_error`s that name the object and the server's code but never the
+ * credentials, a server that ignores conditional writes is detected and
+ * announced, and verify trusts the digest metadata instead of downloading.
+ */
+import assert from "node:assert/strict";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it, type TestContext } from "node:test";
+import {
+  ALPHA,
+  ALPHA_FILES,
+  ALPHA_OUTPUTS,
+  type Destination,
+  s3Kind,
+  workspace,
+} from "./helpers/destinations.js";
+import { type FaultProxy, startFaultProxy } from "./helpers/fault-proxy.js";
+import { cleanupTempDirs, runCli, sha256, spawnCli } from "./helpers/fixtures.js";
+import { ensureS3Server } from "./s3-server.js";
+
+interface RunJson {
+  ok: boolean;
+  results: Array<{
+    action: string;
+    outputs: Array<{ path: string; sha256: string }>;
+    error: { code: string; message: string; paths: string[] } | null;
+  }>;
+  error?: { code: string; message: string };
+}
+
+const kind = s3Kind();
+after(async () => {
+  await kind.cleanup();
+  await cleanupTempDirs();
+});
+
+const visible = (files: string[]) => files.filter((file) => !file.includes(".distributor."));
+
+/** A destination whose traffic goes through a fresh proxy, closed when the test ends. */
+async function proxied(t: TestContext): Promise<{ proxy: FaultProxy; destination: Destination }> {
+  const proxy = await startFaultProxy((await ensureS3Server()).endpoint);
+  t.after(() => proxy.close());
+  return { proxy, destination: await kind.create({ endpoint: proxy.endpoint }) };
+}
+
+/** Every planned output is stored with the digest the run reported. */
+async function assertConverged(destination: Destination, expected: string[]): Promise<void> {
+  assert.deepEqual(visible(await destination.listFiles()), expected);
+  const state = await destination.readState();
+  assert.deepEqual(
+    state.outputs.map((record) => record.path),
+    expected,
+  );
+  for (const record of state.outputs) {
+    assert.equal(sha256(await destination.readFile(record.path)), record.sha256, record.path);
+  }
+}
+
+const outcomes = (proxy: FaultProxy, outcome: number | "reset") =>
+  proxy.requests.filter((request) => request.outcome === outcome).length;
+
+describe("S3 under faults", { concurrency: 3 }, () => {
+  it("retries connection resets and 503 SlowDown, and converges", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    proxy.resetNext(2, { method: "PUT", path: /\/alpha\// });
+    proxy.slowDownNext(3, { method: "PUT" });
+    proxy.slowDownNext(2, { method: "GET" });
+    const result = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.equal(outcomes(proxy, "reset"), 2, "both resets happened");
+    assert.equal(outcomes(proxy, 503), 5, "every SlowDown was answered");
+    await assertConverged(destination, ALPHA_OUTPUTS);
+    const data = await destination.readFile("alpha/data.txt");
+    assert.equal(data.toString(), ALPHA_FILES["alpha/data.txt"]);
+    const again = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(again.json.results[0]?.action, "skip_same");
+  });
+
+  it("a run killed mid-upload reruns cleanly without --force", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 24; i++) files[`alpha/many/f${String(i).padStart(2, "0")}.txt`] = `${i}\n`;
+    await ws.writeAlpha(files);
+    proxy.delayResponses(400, { method: "PUT", path: /\/many\// });
+    const child = spawnCli(["run", ...ALPHA], { cwd: ws.dir });
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    const stored = () =>
+      proxy.requests.filter((r) => r.path.includes("/many/") && r.outcome === 200).length;
+    const deadline = Date.now() + 20_000;
+    while (stored() < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    child.kill("SIGKILL");
+    await exited;
+    const atKill = stored();
+    assert.ok(atKill >= 4 && atKill < 24, `killed mid-upload (${atKill} of 24 stored)`);
+    assert.ok((await destination.listFiles()).includes(".distributor.lock"), "lock left behind");
+    proxy.clear();
+    const rerun = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(rerun.code, 0, `${rerun.stdout}\n${rerun.stderr}`);
+    assert.match(rerun.stderr, /took over the stale lock/);
+    await assertConverged(destination, Object.keys(files).sort());
+    const verify = await ws.cli(["verify", ...ALPHA]);
+    assert.equal(verify.code, 0, verify.stdout);
+    const third = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(third.json.results[0]?.action, "skip_same");
+  });
+
+  it("persistent failures are storage_errors naming the object and code, never credentials", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    const secrets = [process.env.AWS_SECRET_ACCESS_KEY, process.env.AWS_ACCESS_KEY_ID];
+    assert.ok(
+      secrets.every((secret) => secret && secret.length > 8),
+      "credentials are set",
+    );
+    proxy.errorNext(Infinity, { status: 503, code: "SlowDown" }, { path: /index\.html$/ });
+    const failed = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(failed.code, 1);
+    const error = failed.json.results[0]?.error;
+    assert.equal(error?.code, "storage_error");
+    assert.ok(error?.message.includes(`${destination.root}alpha/index.html`), error?.message);
+    assert.match(error?.message ?? "", /503 SlowDown/);
+    proxy.clear();
+    proxy.errorNext(
+      Infinity,
+      { status: 403, code: "AccessDenied" },
+      { path: /distributor\.json$/ },
+    );
+    const denied = await runCli(["run", ...ALPHA], { cwd: ws.dir });
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /storage_error/);
+    assert.ok(denied.stderr.includes(`${destination.root}.distributor.json`), denied.stderr);
+    assert.match(denied.stderr, /403 AccessDenied/);
+    for (const output of [failed.stdout, failed.stderr, denied.stdout, denied.stderr]) {
+      for (const secret of secrets) assert.ok(!output.includes(secret as string), "no credential");
+    }
+    proxy.clear();
+    const recovered = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(recovered.code, 0, "the lock was released on failure");
+    await assertConverged(destination, ALPHA_OUTPUTS);
+  });
+
+  it("a server that ignores conditional writes is detected, announced, and handled best effort", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    const normal = await ws.cli<RunJson>(["run", ...ALPHA, "--dry-run"]);
+    assert.equal(normal.code, 0);
+    assert.ok(!proxy.requests.some((r) => r.method === "PUT"), "a dry run never probes");
+    proxy.stripConditions(true);
+    const result = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /ignores conditional writes.*best effort/);
+    await assertConverged(destination, ALPHA_OUTPUTS);
+    assert.ok(
+      !(await destination.listFiles()).some((file) => file.startsWith(".distributor.probe-")),
+      "the probe object is removed",
+    );
+    // The emulated If-None-Match still keeps a second writer out.
+    const holder = {
+      hostname: os.hostname(),
+      pid: process.pid,
+      started_at: "2026-06-04T12:00:00Z",
+    };
+    await destination.writeFile(".distributor.lock", JSON.stringify(holder));
+    const locked = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(locked.json.error?.code, "locked", locked.stdout);
+    await destination.deleteFile(".distributor.lock");
+    proxy.stripConditions(false);
+    const honoured = await ws.cli<RunJson>(["run", ...ALPHA]);
+    assert.equal(honoured.code, 0);
+    assert.doesNotMatch(honoured.stderr, /conditional writes/);
+  });
+
+  it("verify reads the digest metadata and downloads only objects without it", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    assert.equal((await ws.cli(["run", ...ALPHA])).code, 0);
+    const outputGets = () =>
+      proxy.requests
+        .filter((r) => r.method === "GET" && /\/alpha\/[^/]+$/.test(r.path))
+        .map((r) => path.posix.basename(r.path));
+    const before = proxy.requests.length;
+    const clean = await ws.cli(["verify", ...ALPHA]);
+    assert.equal(clean.code, 0, clean.stdout);
+    assert.deepEqual(outputGets(), [], "no output was downloaded");
+    const heads = proxy.requests
+      .slice(before)
+      .filter((r) => r.method === "HEAD" && r.path.includes("/alpha/"));
+    assert.equal(heads.length, ALPHA_OUTPUTS.length, "one HeadObject per output");
+    // Rewritten by another tool, same size, no sha256 metadata: hashed, and caught.
+    await destination.writeFile(
+      "alpha/data.txt",
+      ALPHA_FILES["alpha/data.txt"]?.toUpperCase() ?? "",
+    );
+    const drifted = await ws.cli<{ modified: string[] }>(["verify", ...ALPHA]);
+    assert.equal(drifted.code, 1);
+    assert.deepEqual(drifted.json.modified, ["alpha/data.txt"]);
+    assert.deepEqual(outputGets(), ["data.txt"]);
+  });
+});
