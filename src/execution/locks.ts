@@ -13,7 +13,10 @@ import type { LockHandle, StorageDriver } from "../storage/driver.js";
 const held = new Set<Promise<LockHandle>>();
 
 export interface LockOptions {
-  /** Called when a stale lock of a dead local process is taken over (SPEC §6). */
+  /**
+   * Warnings for stderr: a stale lock of a dead local process taken over
+   * (SPEC §6), or a driver falling back to best effort (S3 without conditional writes).
+   */
   onWarning?: (message: string) => void;
 }
 
