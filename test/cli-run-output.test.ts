@@ -146,6 +146,15 @@ describe("--help and --version", () => {
     }
   });
 
+  test("no command at all is a usage error (exit 2) that shows the commands", async () => {
+    const { code, stdout, stderr } = await runCli([]);
+    assert.equal(code, 2);
+    assert.equal(stdout, "");
+    for (const command of ["run", "validate", "status", "reconcile-state", "verify", "prune"]) {
+      assert.match(stderr, new RegExp(`\\b${command}\\b`));
+    }
+  });
+
   test("run --help lists every run flag", async () => {
     const { code, stdout } = await runCli(["run", "--help"]);
     assert.equal(code, 0);

@@ -41,6 +41,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     exitCode = code;
   });
   installSignalHandlers((signal) => warn(`${signal} received: releasing locks and stopping`));
+  if (argv.length === 0) {
+    // No command: show what there is, and say it was not a valid invocation.
+    process.stderr.write(program.helpInformation());
+    return 2;
+  }
   try {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;

@@ -64,12 +64,16 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
   return lines;
 }
 
-/** An error as a human reads it: code, message, then the paths it concerns. */
+/**
+ * An error as a human reads it: code, message, then the paths it concerns —
+ * unless the message already names every one of them (config errors do).
+ */
 export function formatError(
   error: { code: string; message: string; paths: readonly string[] },
   style: Style,
 ): string[] {
   const lines = [`${paint(`error [${error.code}]`, "red", style)} ${error.message}`];
+  if (error.paths.every((path) => error.message.includes(path))) return lines;
   const shown = error.paths.slice(0, DETAIL_LIMIT);
   for (const path of shown) lines.push(`  ${path}`);
   if (error.paths.length > shown.length) {
