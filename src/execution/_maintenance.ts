@@ -10,8 +10,6 @@ import { DistributorError } from "../errors.js";
 import { STATE_FILE } from "../paths.js";
 import { describeState } from "../state/read.js";
 import type { CatalogState, ClassifiedState } from "../state/types.js";
-import { serializeState } from "../state/write.js";
-import type { StorageDriver, VersionToken } from "../storage/driver.js";
 
 /** Options every maintenance command takes (library form of `--config` and the selector). */
 export interface MaintenanceOptions {
@@ -85,21 +83,5 @@ export function requireValidState(
     "state_conflict",
     `${context.command}: ${where} is ${describeState(state)}; this command only works on a valid schema_version 4 state. ${next}`,
     { paths: [STATE_FILE] },
-  );
-}
-
-/**
- * Replace the state durably, and only if it is still the version that was read
- * (`token`), so a writer that slipped past the lock is detected, not overwritten.
- */
-export async function writeCatalog(
-  driver: StorageDriver,
-  next: CatalogState,
-  token: VersionToken | null,
-): Promise<void> {
-  await driver.write(
-    STATE_FILE,
-    { type: "bytes", bytes: serializeState(next) },
-    { durable: true, ifMatch: token, contentType: "application/json" },
   );
 }

@@ -18,8 +18,8 @@ import type { PlannedOutput } from "../model.js";
 import { STATE_FILE } from "../paths.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
-import { serializeState } from "../state/write.js";
 import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import { writeState } from "./root-io.js";
 
 export interface ApplyOptions {
   /** Version token of the state read at plan time (`null` = there was none). */
@@ -67,18 +67,6 @@ export async function applyPlan(
     token = await writeState(driver, finalState, token);
   }
   return { failedDeletes, stateToken: token };
-}
-
-async function writeState(
-  driver: StorageDriver,
-  state: CatalogState,
-  ifMatch: VersionToken | null,
-): Promise<VersionToken> {
-  return driver.write(
-    STATE_FILE,
-    { type: "bytes", bytes: serializeState(state) },
-    { ifMatch, durable: true, contentType: "application/json" },
-  );
 }
 
 async function writeOutputs(

@@ -21,10 +21,9 @@ import {
   maintenanceConfig,
   requireValidState,
   selectOwnerPair,
-  writeCatalog,
 } from "./_maintenance.js";
 import { withLocks } from "./locks.js";
-import { readState } from "./read-root.js";
+import { readState, writeState } from "./root-io.js";
 import { removeStaleTempFiles } from "./stale-temp.js";
 
 export interface PruneOptions extends MaintenanceOptions {
@@ -144,7 +143,7 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
       paths: deleted,
       now: formatTimestamp(context.clock()),
     });
-    await writeCatalog(driver, next, stateToken);
+    await writeState(driver, next, stateToken);
   }
   return { planned, deleted, failed };
 }

@@ -16,10 +16,9 @@ import {
   maintenanceConfig,
   requireValidState,
   selectOwnerPair,
-  writeCatalog,
 } from "./_maintenance.js";
 import { withLocks } from "./locks.js";
-import { readState } from "./read-root.js";
+import { readState, writeState } from "./root-io.js";
 
 export interface ReconcileOptions extends MaintenanceOptions {
   /** Check every record of the root, not only the selected owner's. Default false. */
@@ -103,7 +102,7 @@ async function _reconcile(
   if (options.dryRun || plan.nextState === null) {
     return { missing: plan.missing, unmanaged: plan.unmanaged, removed: [] };
   }
-  await writeCatalog(driver, plan.nextState, stateToken);
+  await writeState(driver, plan.nextState, stateToken);
   return {
     missing: plan.missing,
     unmanaged: plan.unmanaged,

@@ -1,10 +1,12 @@
 /**
- * Reads what planning needs from one destination root: the listing and the
- * classified state with its version token (for the conditional state write).
+ * The state file's I/O for one destination root: reading what planning needs
+ * (the listing, the classified state and its version token) and writing a new
+ * state durably and conditionally.
  */
 import { STATE_FILE } from "../paths.js";
 import { classifyState } from "../state/read.js";
-import type { ClassifiedState } from "../state/types.js";
+import type { CatalogState, ClassifiedState } from "../state/types.js";
+import { serializeState } from "../state/write.js";
 import type { StorageDriver, StorageEntry, VersionToken } from "../storage/driver.js";
 
 export interface RootSnapshot {
@@ -37,4 +39,21 @@ export async function readState(
   const stored = await driver.read(STATE_FILE);
   if (!stored) return { state: classifyState(null), stateToken: null };
   return { state: classifyState({ bytes: stored.bytes }), stateToken: stored.token };
+}
+
+/**
+ * Replace the state durably (fsync'd before the rename is trusted), and only if
+ * it is still the version read (`ifMatch`; `null` = there was none), so a writer
+ * that slipped past the lock is detected, not overwritten. Returns the new token.
+ */
+export async function writeState(
+  driver: StorageDriver,
+  state: CatalogState,
+  ifMatch: VersionToken | null,
+): Promise<VersionToken> {
+  return driver.write(
+    STATE_FILE,
+    { type: "bytes", bytes: serializeState(state) },
+    { ifMatch, durable: true, contentType: "application/json" },
+  );
 }

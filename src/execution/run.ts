@@ -20,7 +20,7 @@ import { DISTRIBUTOR_VERSION } from "../version.js";
 import { applyPlan } from "./apply-plan.js";
 import { withLocks } from "./locks.js";
 import { pairResult } from "./pair-result.js";
-import { readRoot } from "./read-root.js";
+import { readRoot } from "./root-io.js";
 import { removeStaleTempFiles } from "./stale-temp.js";
 import { digestsOfUnchanged } from "./verify-digests.js";
 

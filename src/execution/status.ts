@@ -4,7 +4,7 @@ import type { Config } from "../config/types.js";
 import type { LockHolder } from "../errors.js";
 import type { StateClass } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
-import { readState } from "./read-root.js";
+import { readState } from "./root-io.js";
 
 export interface StatusOptions {
   config?: Config;

@@ -17,7 +17,7 @@ import {
   requireValidState,
   selectOwnerPair,
 } from "./_maintenance.js";
-import { readState } from "./read-root.js";
+import { readState } from "./root-io.js";
 
 export interface VerifyOptions extends MaintenanceOptions {
   /** Check every record of the root, not only the selected owner's. Default false. */
