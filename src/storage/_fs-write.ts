@@ -4,7 +4,17 @@
  * reader (or a crash) sees the old file or the new one, never a mix.
  */
 import { randomBytes } from "node:crypto";
-import { constants, type Stats } from "node:fs";
+import {
+  chmodSync,
+  constants,
+  copyFileSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { chmod, copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError } from "../errors.js";
@@ -12,6 +22,7 @@ import type { OutputContent } from "../model.js";
 import { TEMP_PREFIX } from "../paths.js";
 import {
   checkAncestors,
+  checkAncestorsSync,
   errnoCode,
   resolveInside,
   storageError,
@@ -21,6 +32,15 @@ import type { VersionToken, WriteOptions } from "./driver.js";
 
 /** The mode `open(..., "wx")` gives a new file under this process's umask. */
 const NEW_FILE_MODE = 0o666 & ~process.umask();
+
+/**
+ * Outputs up to this size (without `ifMatch` or `durable`) are written with
+ * synchronous calls. Measured on 10k files (bench case 1), the thread-pool
+ * round trips of the six calls a write makes cost about three times the work
+ * itself; above this size the copy dominates and stays off the event loop.
+ */
+const SYNC_WRITE_LIMIT = 256 * 1024;
+const COPY_FLAGS = constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE;
 
 /** The filesystem version token: modification time, size and inode. */
 export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): VersionToken {
@@ -38,6 +58,9 @@ export async function writeAtomic(
   options: { content: OutputContent } & WriteOptions,
 ): Promise<VersionToken> {
   const target = resolveInside(root, relPath);
+  if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
+    return writeSmallSync(root, relPath, { target, content: options.content });
+  }
   const check = await checkAncestors(root, relPath);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
@@ -81,7 +104,7 @@ async function assertVersion(root: string, relPath: string, expected: VersionTok
 async function fillTemp(temp: string, content: OutputContent, durable: boolean) {
   if (content.type === "file") {
     // copyFile lets the kernel copy (copy_file_range, or a reflink where supported).
-    await copyFile(content.absPath, temp, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+    await copyFile(content.absPath, temp, COPY_FLAGS);
     // copyFile keeps the source's mode; a published file gets the mode any new
     // file gets, so a 0600 source does not become unreadable to the web server.
     await chmod(temp, NEW_FILE_MODE);
@@ -112,5 +135,51 @@ async function syncDirectory(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+function isSmall(content: OutputContent): boolean {
+  if (content.type === "bytes") return content.bytes.byteLength <= SYNC_WRITE_LIMIT;
+  try {
+    return statSync(content.absPath).size <= SYNC_WRITE_LIMIT;
+  } catch {
+    // The asynchronous path reports the error with its context.
+    return false;
+  }
+}
+
+/** writeAtomic's steps for a small output, with synchronous calls. */
+function writeSmallSync(
+  root: string,
+  relPath: string,
+  options: { target: string; content: OutputContent },
+): VersionToken {
+  const check = checkAncestorsSync(root, relPath);
+  if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+  const dir = path.dirname(options.target);
+  try {
+    // A parent that exists has just been checked to be a real directory; only the
+    // root itself (the parent of a top-level path) was not checked.
+    if (check.kind === "missing" || !relPath.includes("/")) mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw storageError("create the directory for", { root, relPath, error });
+  }
+  const temp = path.join(dir, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  try {
+    let stats: Stats;
+    if (options.content.type === "file") {
+      copyFileSync(options.content.absPath, temp, COPY_FLAGS);
+      stats = statSync(temp);
+      // copyFile keeps the source's mode; see fillTemp. chmod leaves the token's fields alone.
+      if ((stats.mode & 0o777) !== NEW_FILE_MODE) chmodSync(temp, NEW_FILE_MODE);
+    } else {
+      writeFileSync(temp, options.content.bytes, { flag: "wx" });
+      stats = statSync(temp);
+    }
+    renameSync(temp, options.target);
+    return tokenOf(stats);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw storageError("write", { root, relPath, error });
   }
 }
