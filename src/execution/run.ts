@@ -13,7 +13,7 @@ import { planRun, simulateApplied } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import { bytesToWrite, type PairResult, type RunReport } from "../reporting/report.js";
 import { openDestination } from "../storage/create-driver.js";
-import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import type { StorageDriver, StorageEntry, VersionToken } from "../storage/driver.js";
 import { formatTimestamp } from "../timestamps.js";
 import { planOutputs } from "../transform/planned-outputs.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
@@ -132,14 +132,21 @@ async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]>
   return [...groups.values()];
 }
 
+interface PlannedGroup {
+  group: RootGroup;
+  pairs: PlannedPair[];
+  token: VersionToken | null;
+  /** The root's listing at plan time, taken under the lock the run still holds. */
+  listing: readonly StorageEntry[];
+}
+
 async function planAndApply(
   groups: readonly RootGroup[],
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions,
 ): Promise<RunReport> {
   const now = formatTimestamp((options.now ?? (() => new Date()))());
-  const plannedGroups: { group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }[] =
-    [];
+  const plannedGroups: PlannedGroup[] = [];
   for (const group of groups) {
     plannedGroups.push(await planGroup(group, sources, { ...options, nowText: now }));
   }
@@ -159,7 +166,7 @@ async function planGroup(
   group: RootGroup,
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions & { nowText: string },
-): Promise<{ group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }> {
+): Promise<PlannedGroup> {
   const snapshot = await readRoot(group.driver);
   let current = { state: snapshot.state, listing: snapshot.listing };
   const pairs: PlannedPair[] = [];
@@ -185,7 +192,7 @@ async function planGroup(
     pairs.push({ pair, driver: group.driver, plan, stateClass: current.state.class, startedAt });
     current = simulateApplied(plan, current);
   }
-  return { group, pairs, token: snapshot.stateToken };
+  return { group, pairs, token: snapshot.stateToken, listing: snapshot.listing };
 }
 
 /**
@@ -193,7 +200,7 @@ async function planGroup(
  * it: later pairs on that root were planned against the state it would have left.
  */
 async function applyGroups(
-  plannedGroups: readonly { group: RootGroup; pairs: PlannedPair[]; token: VersionToken | null }[],
+  plannedGroups: readonly PlannedGroup[],
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions,
 ): Promise<PairResult[]> {
@@ -204,9 +211,9 @@ async function applyGroups(
   let bytesDone = 0;
   options.onProgress?.({ bytesDone, bytesTotal });
   let stopped = false;
-  for (const { group, pairs, token } of plannedGroups) {
+  for (const { group, pairs, token, listing } of plannedGroups) {
     let stateToken = token;
-    if (!stopped) await removeStaleTempFiles(group.driver);
+    if (!stopped) await removeStaleTempFiles(group.driver, listing);
     for (const entry of pairs) {
       if (stopped) {
         results.push(pairResult(entry, sources, { applied: false }));
