@@ -13,6 +13,8 @@ import type { Workload } from "./workload.js";
 const BUCKET = "distributor-bench";
 
 async function createBucket(endpoint: string): Promise<void> {
+  // The same switch the CLI sets: keep the SDK's Node-version notice out of the report.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const client = new S3Client({
     endpoint,
     forcePathStyle: true,
