@@ -8,8 +8,8 @@ import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { DistributorError } from "../errors.js";
 import { retryStreamed } from "./_s3-client.js";
+import { unreadableSource } from "./_s3-put.js";
 
 const MiB = 1024 * 1024;
 /** Parts uploaded at once: memory stays at about queueSize × partSize for any file size. */
@@ -37,12 +37,7 @@ async function withFileStream<T>(
     handle = await open(upload.absPath, "r");
     length = (await handle.stat()).size;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "error";
-    throw new DistributorError(
-      "storage_error",
-      `${upload.location}: cannot read the file to upload (${code}: ${upload.absPath}). Check that the source bundle is still in place.`,
-      { paths: [upload.path], cause: error },
-    );
+    throw unreadableSource(upload, error);
   }
   const body = handle.createReadStream({ autoClose: false });
   try {

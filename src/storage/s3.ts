@@ -8,7 +8,6 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  PutObjectCommand,
   type PutObjectCommandInput,
   type S3Client,
 } from "@aws-sdk/client-s3";
@@ -20,6 +19,7 @@ import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s
 import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
 import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
+import { putBytes, readSmallFile, SMALL_FILE } from "./_s3-put.js";
 import { type FileUpload, putFile, sourceFileSize, uploadFileMultipart } from "./_s3-upload.js";
 import type {
   AcquireLockOptions,
@@ -339,10 +339,7 @@ class S3Driver implements StorageDriver {
     options: WriteOptions,
   ): Promise<string | undefined> {
     const params = this.putParams(path, options);
-    if (content.type === "bytes") {
-      const input = { ...params, Body: content.bytes, ContentLength: content.bytes.byteLength };
-      return (await this.client.send(new PutObjectCommand(input))).ETag;
-    }
+    if (content.type === "bytes") return putBytes(this.client, params, content.bytes);
     const upload: FileUpload = {
       client: this.client,
       params,
@@ -350,6 +347,8 @@ class S3Driver implements StorageDriver {
       location: this.location(path),
       path,
     };
+    const small = readSmallFile(upload, Math.min(SMALL_FILE, this.multipartThreshold));
+    if (small !== null) return putBytes(this.client, params, small);
     if ((await sourceFileSize(upload)) < this.multipartThreshold) return putFile(upload);
     // RGW ignores conditions on CompleteMultipartUpload, so check them up front too
     // (best effort; AWS enforces them on completion).
