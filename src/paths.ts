@@ -27,6 +27,9 @@ export interface CleanPathOptions {
  */
 export function cleanPathProblem(value: string, options: CleanPathOptions = {}): string | null {
   if (value === "") return options.allowEmpty ? null : "must not be empty";
+  // Almost every path is clean: one scan without allocations decides that, and
+  // only a path it cannot vouch for goes through the checks that name the problem.
+  if (_quickClean(value)) return null;
   if (Buffer.byteLength(value, "utf8") > MAX_PATH_BYTES)
     return `is longer than ${MAX_PATH_BYTES} bytes`;
   if (value.includes("\\")) return "must not contain a backslash";
@@ -43,6 +46,39 @@ export function cleanPathProblem(value: string, options: CleanPathOptions = {}):
   return null;
 }
 
+const SLASH = 0x2f;
+const DOT = 0x2e;
+const BACKSLASH = 0x5c;
+// Every UTF-16 unit encodes to at most 3 UTF-8 bytes, so this many units always fit.
+const SAFE_UNITS = Math.floor(MAX_PATH_BYTES / 3);
+
+/**
+ * True only for a non-empty path that passes every rule of {@link cleanPathProblem};
+ * false means "not decided here" (the caller runs the full checks).
+ */
+function _quickClean(value: string): boolean {
+  const length = value.length;
+  if (length > SAFE_UNITS) return false;
+  let start = 0;
+  for (let i = 0; i <= length; i++) {
+    const code = i === length ? SLASH : value.charCodeAt(i);
+    if (code === SLASH) {
+      if (!_quickSegment(value, start, i)) return false;
+      start = i + 1;
+    } else if (code < 0x20 || code === 0x7f || code === BACKSLASH) return false;
+  }
+  return true;
+}
+
+/** The segment value[start, end) is non-empty, not `.`/`..`, and not reserved. */
+function _quickSegment(value: string, start: number, end: number): boolean {
+  const length = end - start;
+  if (length === 0) return false;
+  if (value.charCodeAt(start) !== DOT) return true;
+  if (length === 1 || (length === 2 && value.charCodeAt(start + 1) === DOT)) return false;
+  return !value.startsWith(RESERVED_PREFIX, start);
+}
+
 export function isCleanPath(value: string, options: CleanPathOptions = {}): boolean {
   return cleanPathProblem(value, options) === null;
 }
@@ -55,19 +91,33 @@ export function isReservedName(relativePath: string): boolean {
 
 /** True when any segment of a relative path is reserved (e.g. a temp dir or file). */
 export function hasReservedSegment(relativePath: string): boolean {
+  if (!relativePath.includes(RESERVED_PREFIX)) return false;
   return relativePath.split("/").some((segment) => segment.startsWith(RESERVED_PREFIX));
 }
 
 /** Compare two paths by their UTF-8 bytes (the state's sort order; differs from UTF-16 order). */
 export function compareUtf8(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  // Below the surrogates, UTF-16 units order like code points and so like UTF-8
+  // bytes. Surrogates (pairs sort above U+E000-U+FFFF in UTF-8; lone ones encode
+  // as U+FFFD) go through the encoder, which is exact by definition.
+  const x = i < a.length ? a.charCodeAt(i) : -1;
+  const y = i < b.length ? b.charCodeAt(i) : -1;
+  const previous = i > 0 ? a.charCodeAt(i - 1) : 0;
+  if (x < 0xd800 && y < 0xd800 && (previous < 0xd800 || previous > 0xdfff)) {
+    return x === y ? 0 : x < y ? -1 : 1;
+  }
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
 /** Every proper ancestor directory of a relative path: "a/b/c" -> ["a", "a/b"]. */
 export function ancestorsOf(relativePath: string): string[] {
-  const segments = relativePath.split("/");
   const out: string[] = [];
-  for (let i = 1; i < segments.length; i++) out.push(segments.slice(0, i).join("/"));
+  for (let i = relativePath.indexOf("/"); i !== -1; i = relativePath.indexOf("/", i + 1)) {
+    out.push(relativePath.slice(0, i));
+  }
   return out;
 }
 

@@ -98,3 +98,47 @@ describe("parseRfc3339", () => {
     assert.throws(() => parseRfc3339("yesterday"), /not an RFC 3339 timestamp: "yesterday"/);
   });
 });
+
+describe("the hand scanner agrees with the RFC 3339 grammar", () => {
+  // The regex the scanner replaced, plus its range checks, as the reference.
+  const GRAMMAR =
+    /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+  const reference = (value: string): number | null => {
+    const m = GRAMMAR.exec(value);
+    if (m === null) return null;
+    const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as number[];
+    const probe = new Date(0);
+    probe.setUTCFullYear(y ?? 0, (mo ?? 0) - 1, d ?? 0);
+    if (probe.getUTCMonth() !== (mo ?? 0) - 1 || (h ?? 0) > 23 || (mi ?? 0) > 59 || (s ?? 0) > 60) {
+      return null;
+    }
+    if (m[8] === undefined && (Number(m[10]) > 23 || Number(m[11]) > 59)) return null;
+    const iso = `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:00${(m[7] ?? "").slice(0, 4)}${m[8] ? "Z" : `${m[9]}${m[10]}:${m[11]}`}`;
+    return Date.parse(iso) + (s ?? 0) * 1000;
+  };
+  const seeds = [
+    "2026-06-04T12:00:00Z",
+    "2024-02-29T23:59:60.123456+05:30",
+    "0000-01-01t00:00:00.9z",
+    "9999-12-31T23:59:59-23:59",
+  ];
+  const replacements = ["0", "1", "2", "3", "9", ":", "-", "+", ".", "T", "Z", "z", " ", "٣", ""];
+
+  test("every one-character change is accepted or refused alike, with the same instant", () => {
+    let compared = 0;
+    for (const seed of seeds) {
+      for (let i = 0; i <= seed.length; i++) {
+        for (const r of replacements) {
+          const value = seed.slice(0, i) + r + seed.slice(i + 1);
+          const expected = reference(value);
+          assert.equal(isRfc3339(value), expected !== null, value);
+          if (expected !== null && !value.startsWith("0000")) {
+            assert.equal(parseRfc3339(value).getTime(), expected, value);
+          }
+          compared++;
+        }
+      }
+    }
+    assert.ok(compared > 1000);
+  });
+});

@@ -4,9 +4,8 @@
  * date-time, because `source.created` is copied from the manifest as written.
  */
 
-// RFC 3339 §5.6 date-time. ABNF literals are case-insensitive, so `t`/`z` are allowed.
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+// RFC 3339 §5.6 date-time, `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`. ABNF literals
+// are case-insensitive, so `t`/`z` are allowed. Digits are ASCII 0-9 only.
 
 interface Rfc3339Parts {
   year: number;
@@ -58,29 +57,71 @@ export function parseRfc3339(value: string): Date {
   return date;
 }
 
-function _parts(value: string): Rfc3339Parts | null {
-  const m = RFC3339.exec(value);
-  if (m === null) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (month < 1 || month > 12 || day < 1 || day > _daysInMonth(year, month)) return null;
-  if (hour > 23 || minute > 59 || second > 60) return null;
-  let offsetMinutes = 0;
-  if (m[8] === undefined) {
-    const offsetHours = Number(m[10]);
-    const offsetMins = Number(m[11]);
-    if (offsetHours > 23 || offsetMins > 59) return null;
-    offsetMinutes = (m[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMins);
+const ZERO = 0x30;
+
+/** The number written by `count` ASCII digits at `at`, or -1 when any is not a digit. */
+function _digits(value: string, at: number, count: number): number {
+  let n = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = value.charCodeAt(i) - ZERO;
+    // NaN (past the end) fails this test too.
+    if (!(d >= 0 && d <= 9)) return -1;
+    n = n * 10 + d;
   }
-  // Fractions finer than a millisecond are truncated: Date cannot hold them.
-  const millis = m[7] === undefined ? 0 : Number(m[7].slice(1, 4).padEnd(3, "0"));
+  return n;
+}
+
+// Separators of `YYYY-MM-DDTHH:MM:SS` by position; `T` is checked apart (either case).
+const SEPARATORS: ReadonlyArray<[number, string]> = [
+  [4, "-"],
+  [7, "-"],
+  [13, ":"],
+  [16, ":"],
+];
+
+// A hand scanner instead of a regex exec: the state holds hundreds of thousands
+// of timestamps, and match arrays plus Number() per field dominated its validation.
+function _parts(value: string): Rfc3339Parts | null {
+  if (value.length < 20) return null;
+  for (const [at, char] of SEPARATORS) if (value[at] !== char) return null;
+  if (value[10] !== "T" && value[10] !== "t") return null;
+  const year = _digits(value, 0, 4);
+  const month = _digits(value, 5, 2);
+  const day = _digits(value, 8, 2);
+  const hour = _digits(value, 11, 2);
+  const minute = _digits(value, 14, 2);
+  const second = _digits(value, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || day > _daysInMonth(year, month)) {
+    return null;
+  }
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) return null;
+  let at = 19;
+  let millis = 0;
+  if (value[at] === ".") {
+    const first = at + 1;
+    at = first;
+    while (_digits(value, at, 1) >= 0) at++;
+    if (at === first) return null;
+    // Fractions finer than a millisecond are truncated: Date cannot hold them.
+    const shown = Math.min(at - first, 3);
+    millis = _digits(value, first, shown) * 10 ** (3 - shown);
+  }
+  const offsetMinutes = _offset(value, at);
+  if (offsetMinutes === null) return null;
   return { year, month, day, hour, minute, second, millis, offsetMinutes };
+}
+
+/** The offset that ends `value` at `at` (`Z`, `z` or `±HH:MM`) in minutes, or null. */
+function _offset(value: string, at: number): number | null {
+  const sign = value[at];
+  if (sign === "Z" || sign === "z") return value.length === at + 1 ? 0 : null;
+  if ((sign !== "+" && sign !== "-") || value.length !== at + 6 || value[at + 3] !== ":") {
+    return null;
+  }
+  const hours = _digits(value, at + 1, 2);
+  const mins = _digits(value, at + 4, 2);
+  if (hours < 0 || hours > 23 || mins < 0 || mins > 59) return null;
+  return (sign === "-" ? -1 : 1) * (hours * 60 + mins);
 }
 
 function _daysInMonth(year: number, month: number): number {
@@ -88,5 +129,5 @@ function _daysInMonth(year: number, month: number): number {
     const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
     return leap ? 29 : 28;
   }
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }

@@ -90,18 +90,68 @@ export function catalogProblems(value: unknown): string[] {
   if (!Array.isArray(outputs)) return problems;
   const seen = new Map<string, number>();
   outputs.forEach((record, index) => {
-    const where = `outputs[${index}]`;
-    const recordProblems = _fields(record, RECORD, where);
-    if (recordProblems.length === 0) recordProblems.push(..._recordRules(record, where));
-    problems.push(...recordProblems);
+    // The quick check vouches for the common valid record without building
+    // location strings; anything it does not vouch for gets the full report.
+    if (!_quickRecord(record)) {
+      const where = `outputs[${index}]`;
+      const recordProblems = _fields(record, RECORD, where);
+      if (recordProblems.length === 0) recordProblems.push(..._recordRules(record, where));
+      problems.push(...recordProblems);
+    }
     const path = (record as { path?: unknown } | null)?.path;
     if (typeof path !== "string") return;
     const first = seen.get(path);
     if (first === undefined) seen.set(path, index);
     else
-      problems.push(`${where}.path: duplicate of outputs[${first}].path ${JSON.stringify(path)}`);
+      problems.push(
+        `outputs[${index}].path: duplicate of outputs[${first}].path ${JSON.stringify(path)}`,
+      );
   });
   return problems;
+}
+
+const RECORD_KEYS = new Set(Object.keys(RECORD));
+const SOURCE_KEYS = new Set(Object.keys(SOURCE));
+
+const _isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+function _onlyKeys(object: Record<string, unknown>, known: ReadonlySet<string>): boolean {
+  for (const key of Object.keys(object)) if (!known.has(key)) return false;
+  return true;
+}
+
+/**
+ * True only when `record` breaks none of the rules {@link catalogProblems}
+ * reports for it (duplicates aside); false means "report in full". Every field
+ * is required present unless RECORD marks it optional, as in `_fields`.
+ */
+function _quickRecord(record: unknown): boolean {
+  if (!_isObject(record) || !_onlyKeys(record, RECORD_KEYS)) return false;
+  const r = record;
+  const source = r.source;
+  if (!_isObject(source) || !_onlyKeys(source, SOURCE_KEYS)) return false;
+  if (sourceId(source.id) !== null || digest(source.digest) !== null) return false;
+  if (timestamp(source.created) !== null) return false;
+  const generated = r.kind === "generated";
+  if (!generated && r.kind !== "source") return false;
+  // Generated outputs need both fields, source outputs neither.
+  if (generated !== (r.source_path !== undefined) || generated !== (r.transform !== undefined)) {
+    return false;
+  }
+  if (generated && (cleanPath(r.source_path) !== null || transform(r.transform) !== null)) {
+    return false;
+  }
+  if (r.url !== undefined && httpUrl(r.url) !== null) return false;
+  return (
+    cleanPath(r.path) === null &&
+    slug(r.pipeline_id) === null &&
+    slug(r.destination_id) === null &&
+    digest(r.sha256) === null &&
+    size(r.size) === null &&
+    timestamp(r.created_at) === null &&
+    timestamp(r.updated_at) === null
+  );
 }
 
 function _recordRules(record: unknown, where: string): string[] {

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ancestorsOf, cleanPathProblem, compareUtf8, hasReservedSegment } from "./paths.js";
+
+// The straightforward definitions the fast paths must agree with.
+const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+const slowAncestors = (p: string) => {
+  const segments = p.split("/");
+  return segments.slice(1).map((_, i) => segments.slice(0, i + 1).join("/"));
+};
+
+// Units chosen around every boundary that matters: ASCII, 2- and 3-byte
+// characters, both surrogate halves (paired and lone), and U+E000-U+FFFF.
+const ALPHABET = [
+  "a",
+  "b",
+  "/",
+  ".",
+  "é",
+  "\u07ff",
+  "\u0800",
+  "\ud7ff",
+  "\ud83d",
+  "\ude00",
+  "\ue000",
+  "\uffff",
+  "\\",
+  "\u0000",
+];
+
+function randomStrings(count: number, seed: number): string[] {
+  let state = seed;
+  const next = () => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state;
+  };
+  return Array.from({ length: count }, () => {
+    const length = next() % 6;
+    return Array.from({ length }, () => ALPHABET[next() % ALPHABET.length]).join("");
+  });
+}
+
+test("compareUtf8 orders exactly like the UTF-8 bytes, surrogates included", () => {
+  const strings = randomStrings(400, 7);
+  for (const a of strings)
+    for (const b of strings)
+      assert.equal(
+        compareUtf8(a, b),
+        byBytes(a, b),
+        `${JSON.stringify(a)} vs ${JSON.stringify(b)}`,
+      );
+});
+
+test("compareUtf8 puts a surrogate pair after U+FFFF, unlike UTF-16 order", () => {
+  assert.equal(compareUtf8("\ud83d\ude00", "\uffff"), 1);
+  assert.equal(compareUtf8("a/b", "a/b"), 0);
+  assert.equal(compareUtf8("a", "a/b"), -1);
+  assert.equal(compareUtf8("a\ud83d", "a\ud83d\ude00"), -1);
+});
+
+test("cleanPathProblem accepts and rejects as the rule-by-rule checks do", () => {
+  const rules = (p: string) =>
+    Buffer.byteLength(p) <= 1024 &&
+    !p.includes("\\") &&
+    ![...p].some((c) => c.charCodeAt(0) < 0x20 || c === "\u007f") &&
+    p
+      .split("/")
+      .every((s) => s !== "" && s !== "." && s !== ".." && !s.startsWith(".distributor."));
+  const samples = [
+    ...randomStrings(2000, 11),
+    "a/b.txt",
+    ".",
+    "..",
+    "a/../b",
+    "a/./b",
+    "..a/b",
+    ".hidden/x",
+    ".distributor.json",
+    "a/.distributor.tmp-1",
+    "a/.distributorx",
+    "x".repeat(1024),
+    "x".repeat(1025),
+    "é".repeat(512),
+    "é".repeat(513),
+    "a\u007fb",
+  ];
+  for (const p of samples) {
+    if (p === "") continue;
+    assert.equal(cleanPathProblem(p) === null, rules(p), JSON.stringify(p));
+  }
+});
+
+test("cleanPathProblem still names the first broken rule", () => {
+  assert.equal(cleanPathProblem("/a"), "must be relative (no leading /)");
+  assert.equal(cleanPathProblem("a//b"), "must not contain an empty segment (//)");
+  assert.equal(cleanPathProblem("a/.."), "must not contain a '..' segment");
+  assert.equal(cleanPathProblem("x".repeat(1025)), "is longer than 1024 bytes");
+  assert.equal(cleanPathProblem(""), "must not be empty");
+  assert.equal(cleanPathProblem("", { allowEmpty: true }), null);
+});
+
+test("ancestorsOf and hasReservedSegment agree with splitting on /", () => {
+  for (const p of [...randomStrings(500, 3), "a/b/c", "/a", "a/", "a//b", ""]) {
+    assert.deepEqual(ancestorsOf(p), slowAncestors(p), JSON.stringify(p));
+    const reserved = p.split("/").some((s) => s.startsWith(".distributor."));
+    assert.equal(hasReservedSegment(p), reserved);
+  }
+  assert.equal(hasReservedSegment("a/.distributor.tmp-x/b"), true);
+  assert.equal(hasReservedSegment("a/x.distributor.y"), false);
+});
