@@ -56,12 +56,21 @@ export function recordDifferences(a: OutputRecord, b: OutputRecord): string[] {
   if (sa.id !== sb.id || sa.digest !== sb.digest || sa.created !== sb.created) {
     differs.push("source");
   }
-  const plain = ["kind", "source_path", "transform", "url", "sha256", "size"] as const;
-  for (const key of [...plain, "created_at", "updated_at"] as const) {
-    if (a[key] !== b[key]) differs.push(key);
-  }
+  for (const key of _COMPARED) if (a[key] !== b[key]) differs.push(key);
   return differs;
 }
+
+// Hoisted: this runs once per output, 100k times on a large catalog.
+const _COMPARED = [
+  "kind",
+  "source_path",
+  "transform",
+  "url",
+  "sha256",
+  "size",
+  "created_at",
+  "updated_at",
+] as const;
 
 export function ownerLabel(record: OutputRecord): string {
   return `${record.pipeline_id}/${record.destination_id}`;

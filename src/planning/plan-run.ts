@@ -107,9 +107,8 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   });
   if (blockers.length > 0) return blockedPlan(input, blockers);
 
-  const planned = outputs.map((output) =>
-    _planOutput(input, view, output, byPath.get(output.path)),
-  );
+  const scope: Scope = { input, view, context: _context(input) };
+  const planned = outputs.map((output) => _planOutput(scope, output, byPath.get(output.path)));
   const plannedPaths = new Set(outputs.map((output) => output.path));
   const omitted =
     input.workflow === "replacement"
@@ -118,7 +117,8 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const kept = oldRecords.filter((r) => !plannedPaths.has(r.path) && !omittedPaths.has(r.path));
   const changes = [...planned.map((p) => p.change), ...omitted.map((r) => _deleteChange(view, r))];
-  changes.sort((a, b) => compareUtf8(a.path, b.path));
+  // Planned changes follow the sorted outputs already; only deletes need merging in.
+  if (omitted.length > 0) changes.sort((a, b) => compareUtf8(a.path, b.path));
   const quiet = omitted.length === 0 && planned.every((p) => !p.recordChanged);
   if (old !== null && quiet) {
     return {
@@ -166,13 +166,19 @@ function _claim(
   return _state(input, old.created_at, [...old.outputs, ...created]);
 }
 
+/** What every output of one plan shares: built once, not per output. */
+interface Scope {
+  input: RunPlanInput;
+  view: StorageView;
+  context: RecordContext;
+}
+
 function _planOutput(
-  input: RunPlanInput,
-  view: StorageView,
+  scope: Scope,
   output: PlannedOutput,
   record: OutputRecord | undefined,
 ): Planned {
-  const context = _context(input);
+  const { input, view, context } = scope;
   const now = { created_at: input.now, updated_at: input.now };
   if (record === undefined) {
     // Only legacy state gets here with a file already at the path (valid state blocks it).
