@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
+import { DistributorError } from "../src/errors.js";
+import { createS3Driver } from "../src/storage/s3.js";
 import {
   ALPHA,
   ALPHA_FILES,
@@ -20,7 +22,7 @@ import {
 } from "./helpers/destinations.js";
 import { type FaultProxy, startFaultProxy } from "./helpers/fault-proxy.js";
 import { cleanupTempDirs, runCli, sha256, spawnCli } from "./helpers/fixtures.js";
-import { ensureS3Server } from "./s3-server.js";
+import { createTestBucket, ensureS3Server, removeTestBucket } from "./s3-server.js";
 
 interface RunJson {
   ok: boolean;
@@ -79,6 +81,32 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.equal(data.toString(), ALPHA_FILES["alpha/data.txt"]);
     const again = await ws.cli<RunJson>(["run", ...ALPHA]);
     assert.equal(again.json.results[0]?.action, "skip_same");
+  });
+
+  it("a server that stops answering fails the request (storage_error) instead of hanging", async (t) => {
+    const server = await ensureS3Server();
+    const proxy = await startFaultProxy(server.endpoint);
+    t.after(() => proxy.close());
+    const bucket = await createTestBucket();
+    t.after(() => removeTestBucket(bucket));
+    const driver = createS3Driver({
+      bucket,
+      prefix: "hung",
+      region: server.region,
+      endpoint: proxy.endpoint,
+      forcePathStyle: true,
+      idleTimeoutMs: 300,
+    });
+    proxy.delayResponses(30_000);
+    const started = Date.now();
+    await assert.rejects(driver.list(), (error: unknown) => {
+      assert.ok(error instanceof DistributorError, String(error));
+      assert.equal(error.code, "storage_error");
+      assert.match(error.message, new RegExp(bucket));
+      return true;
+    });
+    // Retries with backoff, each cut after 300 ms of silence: far below the 30 s stall.
+    assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
   });
 
   it("a run killed mid-upload reruns cleanly without --force", async (t) => {

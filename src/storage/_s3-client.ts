@@ -14,6 +14,8 @@ export interface S3ClientSettings {
   endpoint?: string;
   forcePathStyle?: boolean;
   maxConcurrency: number;
+  /** Socket idle time before a request fails; also bounds connecting. */
+  idleTimeoutMs: number;
 }
 
 /**
@@ -33,6 +35,9 @@ export function createS3Client(settings: S3ClientSettings): S3Client {
     retryMode: "standard",
     maxAttempts: MAX_ATTEMPTS,
     requestHandler: {
+      // Without these the SDK waits forever on a server that stops answering.
+      connectionTimeout: Math.min(settings.idleTimeoutMs, 10_000),
+      socketTimeout: settings.idleTimeoutMs,
       httpAgent: { keepAlive: true, maxSockets: settings.maxConcurrency },
       httpsAgent: { keepAlive: true, maxSockets: settings.maxConcurrency },
     },

@@ -54,6 +54,13 @@ export interface S3DriverOptions {
    * 4 in flight, so memory stays bounded for any size). Default 64 MiB.
    */
   multipartThreshold?: number;
+  /**
+   * A request whose connection stays silent this long fails (and is retried),
+   * so a hung server ends the run with storage_error instead of hanging it.
+   * Idle time, not total time: a large upload that keeps sending never trips it.
+   * Default 60 s.
+   */
+  idleTimeoutMs?: number;
   /** ListObjectsV2 page size (MaxKeys), for tests of pagination. Default: the server's (1000). */
   listPageSize?: number;
   /** A ready client (tests; custom credentials). Default: one built from the options above. */
@@ -99,6 +106,7 @@ class S3Driver implements StorageDriver {
         endpoint: options.endpoint,
         forcePathStyle: options.forcePathStyle,
         maxConcurrency: options.maxConcurrency ?? 16,
+        idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
       });
   }
 
