@@ -2,11 +2,14 @@
  * Case 6: S to S3 against `rclone copy` to the same server. Needs a running S3
  * server whose endpoint and credentials are in the environment (S3_ENDPOINT,
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION), e.g. the repository's
- * local test server. Every sample publishes to a fresh prefix.
+ * local test server. Every sample publishes to a fresh prefix; the bucket is
+ * emptied before and after the case, because the local test server keeps its
+ * objects in a few GiB of RAM and stalls when that fills up.
  */
 
 import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { createS3Driver } from "../src/storage/s3.js";
 import { type BenchCase, distributorRun, writeConfig } from "./_kit.js";
 import type { Workload } from "./workload.js";
 
@@ -28,6 +31,18 @@ async function createBucket(endpoint: string): Promise<void> {
   } finally {
     client.destroy();
   }
+}
+
+/** Delete every object in the bench bucket (earlier runs included). */
+async function emptyBucket(endpoint: string): Promise<void> {
+  const driver = createS3Driver({
+    bucket: BUCKET,
+    prefix: "",
+    endpoint,
+    forcePathStyle: true,
+    region: process.env.AWS_REGION ?? "us-east-1",
+  });
+  await driver.deleteAll();
 }
 
 /** rclone's environment: this rclone's S3 backend fails when AWS_CA_BUNDLE is set. */
@@ -52,6 +67,10 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
       if (!endpoint)
         throw new Error("no S3 server: start one and export S3_ENDPOINT and AWS_* credentials");
       await createBucket(endpoint);
+      await emptyBucket(endpoint);
+    },
+    teardown: async () => {
+      if (endpoint) await emptyBucket(endpoint);
     },
     subject: {
       label: "distributor",

@@ -38,6 +38,8 @@ export interface BenchCase {
   runs: number;
   /** Untimed, once: generate sets, publish the starting destination... */
   setup: () => Promise<void> | void;
+  /** Untimed, once, after the samples (even failed ones): release what setup and the samples took. */
+  teardown?: () => Promise<void> | void;
   subject: Contender;
   comparisons: Comparison[];
   /** Peak RSS target of the subject, in MB. */

@@ -148,6 +148,8 @@ async function main(): Promise<void> {
       rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
     } catch (error) {
       rows.push(...failedRows(bench, error));
+    } finally {
+      await bench.teardown?.();
     }
   }
   const table = markdownTable(rows);
