@@ -1,40 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { PrunePolicy } from "../config/types.js";
-import type { CatalogState, OutputRecord } from "../state/types.js";
+import type { OutputRecord } from "../state/types.js";
 import { formatDuration, planPrune } from "./plan-prune.js";
+import { catalog, record as catalogRecord } from "./plan-run.fixtures.js";
 
-const DIGEST = `sha256:${"b".repeat(64)}`;
 const DAY = 86400;
 const NOW = new Date("2026-06-30T00:00:00Z");
 
-function record(
-  path: string,
-  updatedAt: string,
-  owner: [string, string] = ["p", "d"],
-): OutputRecord {
-  return {
-    path,
-    pipeline_id: owner[0],
-    destination_id: owner[1],
-    source: { id: "b", digest: DIGEST, created: "2026-06-04T11:55:00Z" },
-    kind: "source",
-    sha256: DIGEST,
-    size: 1,
-    created_at: "2026-01-01T00:00:00Z",
-    updated_at: updatedAt,
-  };
-}
+/** A catalog record of owner p/d (or `owner`) last updated at `updatedAt`. */
+const record = (path: string, updatedAt: string, [pipeline, destination] = ["p", "d"]) =>
+  catalogRecord(path, { owner: `${pipeline}/${destination}`, updated_at: updatedAt });
 
-function state(...outputs: OutputRecord[]): CatalogState {
-  return {
-    schema_version: 4,
-    created_at: "2026-01-01T00:00:00Z",
-    updated_at: "2026-06-01T00:00:00Z",
-    state: { mode: "catalog" },
-    outputs,
-  };
-}
+const state = (...outputs: OutputRecord[]) => catalog(outputs);
 
 function plan(outputs: OutputRecord[], policy: PrunePolicy, now = NOW): string[] {
   return planPrune({

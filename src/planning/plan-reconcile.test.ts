@@ -1,35 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { CatalogState, OutputRecord } from "../state/types.js";
+import type { OutputRecord } from "../state/types.js";
 import type { StorageEntry } from "../storage/driver.js";
 import { planReconcile, type ReconcilePlanInput } from "./plan-reconcile.js";
+import { catalog, record as catalogRecord } from "./plan-run.fixtures.js";
 
-const DIGEST = `sha256:${"a".repeat(64)}`;
+/** A catalog record of owner p/d (or `owner`). */
+const record = (path: string, [pipeline, destination] = ["p", "d"]) =>
+  catalogRecord(path, { owner: `${pipeline}/${destination}` });
 
-function record(path: string, owner: [string, string] = ["p", "d"]): OutputRecord {
-  return {
-    path,
-    pipeline_id: owner[0],
-    destination_id: owner[1],
-    source: { id: "b", digest: DIGEST, created: "2026-06-04T11:55:00Z" },
-    kind: "source",
-    sha256: DIGEST,
-    size: 1,
-    created_at: "2026-06-01T00:00:00Z",
-    updated_at: "2026-06-01T00:00:00Z",
-  };
-}
-
-function state(...outputs: OutputRecord[]): CatalogState {
-  return {
-    schema_version: 4,
-    distributor_version: "0.0.1",
-    created_at: "2026-06-01T00:00:00Z",
-    updated_at: "2026-06-01T00:00:00Z",
-    state: { mode: "catalog" },
-    outputs,
-  };
-}
+const state = (...outputs: OutputRecord[]) => catalog(outputs);
 
 function files(...paths: string[]): StorageEntry[] {
   return paths.map((path) => ({ path, size: 1, type: "file" as const }));

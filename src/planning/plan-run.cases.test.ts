@@ -15,7 +15,7 @@ import {
   planned,
   record,
   valid,
-} from "./plan-run.fixtures.test.js";
+} from "./plan-run.fixtures.js";
 
 const A = planned("a.txt");
 const B = planned("b.txt");

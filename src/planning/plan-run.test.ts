@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { classifyState } from "../state/read.js";
 import type { OutputRecord } from "../state/types.js";
+import { serializeState } from "../state/write.js";
 import { CASES } from "./plan-run.cases.test.js";
 import {
   catalog,
@@ -13,7 +15,7 @@ import {
   record,
   SOURCE,
   valid,
-} from "./plan-run.fixtures.test.js";
+} from "./plan-run.fixtures.js";
 import { planRun, simulateApplied } from "./plan-run.js";
 import type { RunPlan } from "./types.js";
 
@@ -333,5 +335,25 @@ describe("simulateApplied: pairs that share a root", () => {
     const after = simulateApplied(plan, before);
     assert.deepEqual(after.listing.map((e) => e.path).sort(), [".distributor.json", "a.txt"]);
     assert.equal(after.state.class, "valid");
+  });
+});
+
+describe("the test builders", () => {
+  test("builders make states the reader accepts", () => {
+    const state = catalog([
+      record("a.html", { from: "a.md", url: "https://x.test/a.html" }),
+      record("b"),
+    ]);
+    const read = classifyState({ bytes: serializeState(state) });
+    assert.equal(read.class, "valid");
+  });
+
+  test("a default record describes exactly the default planned output and listed file", () => {
+    const [entry] = listing("dir/x.txt");
+    const out = planned("dir/x.txt");
+    const rec = record("dir/x.txt");
+    assert.equal(rec.sha256, out.sha256);
+    assert.equal(rec.size, out.size);
+    assert.equal(entry?.size, out.size);
   });
 });

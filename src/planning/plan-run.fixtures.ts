@@ -3,14 +3,10 @@
  * (plan-run.test.ts checks each case's expectation, plan-run.invariants.test.ts
  * checks the invariants over every case).
  */
-import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { test } from "node:test";
 import type { ErrorCode } from "../errors.js";
 import type { Action, Owner, PlannedOutput, SourceIdentity } from "../model.js";
-import { classifyState } from "../state/read.js";
 import type { CatalogState, ClassifiedState, OutputRecord } from "../state/types.js";
-import { serializeState } from "../state/write.js";
 import type { StorageEntry } from "../storage/driver.js";
 import type { RunPlanInput } from "./types.js";
 
@@ -136,21 +132,3 @@ export interface Case {
   /** Expected reason (substring) per path. */
   reasons?: Record<string, string>;
 }
-
-test("builders make states the reader accepts", () => {
-  const state = catalog([
-    record("a.html", { from: "a.md", url: "https://x.test/a.html" }),
-    record("b"),
-  ]);
-  const read = classifyState({ bytes: serializeState(state) });
-  assert.equal(read.class, "valid");
-});
-
-test("a default record describes exactly the default planned output and listed file", () => {
-  const [entry] = listing("dir/x.txt");
-  const out = planned("dir/x.txt");
-  const rec = record("dir/x.txt");
-  assert.equal(rec.sha256, out.sha256);
-  assert.equal(rec.size, out.size);
-  assert.equal(entry?.size, out.size);
-});
