@@ -62,7 +62,8 @@ export async function applyPlan(
   if (plan.claimState) token = await writeState(driver, plan.claimState, token);
   await writeOutputs(driver, plan, options);
   const failedDeletes = plan.action === "force_replace" ? [] : await deleteOmitted(driver, plan);
-  if (plan.finalState) {
+  // A fresh root's claim already is its final state (publish_new, force_replace).
+  if (plan.finalState && plan.finalState !== plan.claimState) {
     const finalState = keepRecordsOf(plan, failedDeletes);
     token = await writeState(driver, finalState, token);
   }

@@ -226,6 +226,9 @@ describe("planRun: the claim state (crash safety)", () => {
       plan.claimState?.outputs.map((r) => r.path),
       ["a.txt", "b.txt"],
     );
+    assert.equal(plan.finalState, plan.claimState, "one state, written once");
+    const forced = planRun(input({ outputs: [A], force: true, listing: listing("stray") }));
+    assert.equal(forced.finalState, forced.claimState);
   });
 
   test("legacy state writes no claim: the root stays legacy until the final state", () => {

@@ -79,13 +79,9 @@ function _fresh(input: RunPlanInput, reason: string): Omit<RunPlan, "action"> {
   const changes = outputs.map((output, i) => _change(output, "create", reason, records[i]));
   // On a fresh root the claim already is the final state: a crash leaves every
   // written output recorded (unchanged on rerun) and every unwritten one "file missing".
-  return {
-    error: null,
-    changes,
-    deletes: [],
-    claimState: _state(input, input.now, records),
-    finalState: _state(input, input.now, records),
-  };
+  const state = _state(input, input.now, records);
+  // The same object twice: the executor writes it once.
+  return { error: null, changes, deletes: [], claimState: state, finalState: state };
 }
 
 interface Planned {

@@ -67,6 +67,10 @@ export interface RunPlan {
    * paths and the records of paths about to be deleted. Null when nothing is written.
    */
   claimState: CatalogState | null;
-  /** The state written last. Null for skip_same and fail_*. */
+  /**
+   * The state written last. Null for skip_same and fail_*. On a fresh root
+   * (publish_new, force_replace) it is the claim state itself, the same object:
+   * the claim already is final there, and the executor writes it once.
+   */
   finalState: CatalogState | null;
 }
