@@ -3,7 +3,7 @@
  * printed as `<MB/s>` of Markdown input on stdout.
  *
  *   --mode distributor  the whole markdown_to_html transform as `run` does it
- *                       (planOutputs: read, re-check the digest, render the full
+ *                       (planOutputs: read and verify each file, render the full
  *                       document with rewritten links, hash the output);
  *   --mode bare         readFile + markdown-it's own `render`, nothing else.
  *

@@ -16,13 +16,14 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
+import { FileChecker } from "./_file-checks.js";
 import { writeTestBundle } from "./testing.js";
-import { hashFile, loadBundle } from "./verify.js";
+import { loadBundle } from "./verify.js";
 
-async function expectSourceInvalid(dir: string): Promise<DistributorError> {
+async function expectSourceInvalid(dir: string, workers?: number): Promise<DistributorError> {
   let caught: unknown;
   try {
-    await loadBundle(dir);
+    await loadBundle(dir, { workers });
   } catch (error) {
     caught = error;
   }
@@ -43,177 +44,197 @@ async function snapshot(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-describe("loadBundle", () => {
-  test("a good bundle loads with its identity and files", async () => {
-    const dir = await writeTestBundle(
-      { "report.md": "# Hi\n", "assets/a.png": Uint8Array.from([1, 2, 3]), "empty.txt": "" },
-      { id: "my.bundle", mediaTypes: { "assets/a.png": "image/png" } },
-    );
-    const bundle = await loadBundle(dir);
-    const manifestBytes = await readFile(path.join(dir, "manifest.json"));
-    assert.equal(bundle.identity.id, "my.bundle");
-    assert.equal(bundle.identity.digest, sha256Digest(manifestBytes));
-    assert.equal(bundle.dir, path.resolve(dir));
-    assert.deepEqual(
-      bundle.files.map((f) => [f.path, f.size, f.media_type]),
-      [
-        ["report.md", 5, undefined],
-        ["assets/a.png", 3, "image/png"],
-        ["empty.txt", 0, undefined],
-      ],
-    );
-  });
-
-  test("files present but not listed do not matter", async () => {
-    const dir = await writeTestBundle({ "a.txt": "a" });
-    await writeFile(path.join(dir, "unlisted.txt"), "x");
-    assert.equal((await loadBundle(dir)).files.length, 1);
-  });
-
-  test("a symlinked bundle directory is resolved to its real path", async () => {
-    const dir = await writeTestBundle({ "a.txt": "a" });
-    const parent = await mkdtemp(path.join(tmpdir(), "distributor-latest-"));
-    await symlink(dir, path.join(parent, "latest"));
-    const bundle = await loadBundle(path.join(parent, "latest"));
-    assert.equal(bundle.dir, path.resolve(dir));
-  });
-
-  test("a missing file is reported as missing", async () => {
-    const dir = await writeTestBundle({ "a.txt": "a", "b/c.txt": "c" });
-    await rm(path.join(dir, "b"), { recursive: true });
-    const error = await expectSourceInvalid(dir);
-    assert.deepEqual(error.paths, ["b/c.txt"]);
-    assert.match(error.message, /b\/c\.txt: missing/);
-  });
-
-  test("a size mismatch names both sizes", async () => {
-    const dir = await writeTestBundle({ "a.txt": "0123456789ab" });
-    await writeFile(path.join(dir, "a.txt"), "0123456789");
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /a\.txt: size 10 != 12/);
-  });
-
-  test("same size but other bytes is a sha256 mismatch", async () => {
-    const dir = await writeTestBundle({ "a.txt": "hello" });
-    await writeFile(path.join(dir, "a.txt"), "HELLO");
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /a\.txt: sha256 mismatch/);
-    assert.deepEqual(error.paths, ["a.txt"]);
-  });
-
-  test("a listed path that is a symlink is refused, even to a good copy", async () => {
-    const dir = await writeTestBundle({ "a.txt": "same" });
-    await writeFile(path.join(dir, "real.txt"), "same");
-    await rm(path.join(dir, "a.txt"));
-    await symlink("real.txt", path.join(dir, "a.txt"));
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /a\.txt: symlink/);
-  });
-
-  test("a symlinked directory component is refused", async () => {
-    const dir = await writeTestBundle({ "docs/a.txt": "a" });
-    await rename(path.join(dir, "docs"), path.join(dir, "real-docs"));
-    await symlink("real-docs", path.join(dir, "docs"));
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /docs\/a\.txt: symlink in path \('docs' is a symlink\)/);
-  });
-
-  test("a symlink escaping the bundle is refused", async () => {
-    const outside = await mkdtemp(path.join(tmpdir(), "distributor-outside-"));
-    await writeFile(path.join(outside, "secret.txt"), "s");
-    const dir = await writeTestBundle({ "secret.txt": "s", "sub/x.txt": "x" });
-    await rm(path.join(dir, "secret.txt"));
-    await symlink(path.join(outside, "secret.txt"), path.join(dir, "secret.txt"));
-    await rm(path.join(dir, "sub"), { recursive: true });
-    await mkdir(path.join(outside, "sub"));
-    await writeFile(path.join(outside, "sub", "x.txt"), "x");
-    await symlink(path.join(outside, "sub"), path.join(dir, "sub"));
-    const error = await expectSourceInvalid(dir);
-    assert.deepEqual(error.paths, ["secret.txt", "sub/x.txt"]);
-  });
-
-  test("a directory where a file is listed is not a regular file", async () => {
-    const dir = await writeTestBundle({ "a.txt": "a" });
-    await rm(path.join(dir, "a.txt"));
-    await mkdir(path.join(dir, "a.txt"));
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /a\.txt: not a regular file/);
-  });
-
-  test("a file where a parent directory should be is reported", async () => {
-    const dir = await writeTestBundle({ "d/a.txt": "a" });
-    await rm(path.join(dir, "d"), { recursive: true });
-    await writeFile(path.join(dir, "d"), "not a dir");
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /d\/a\.txt: missing \('d' is not a directory\)/);
-  });
-
-  test("every bad path is listed at once, good ones are not", async () => {
-    const dir = await writeTestBundle({
-      "ok.txt": "ok",
-      "gone.txt": "g",
-      "short.txt": "long",
-      "changed.txt": "abc",
+// Every case runs with the checks on this thread and spread over worker threads
+// (the default picks by bundle size; both paths must say exactly the same).
+for (const workers of [0, 2])
+  describe(`loadBundle with ${workers} worker threads`, () => {
+    test("a good bundle loads with its identity and files", async () => {
+      const dir = await writeTestBundle(
+        { "report.md": "# Hi\n", "assets/a.png": Uint8Array.from([1, 2, 3]), "empty.txt": "" },
+        { id: "my.bundle", mediaTypes: { "assets/a.png": "image/png" } },
+      );
+      const bundle = await loadBundle(dir, { workers });
+      const manifestBytes = await readFile(path.join(dir, "manifest.json"));
+      assert.equal(bundle.identity.id, "my.bundle");
+      assert.equal(bundle.identity.digest, sha256Digest(manifestBytes));
+      assert.equal(bundle.dir, path.resolve(dir));
+      assert.deepEqual(
+        bundle.files.map((f) => [f.path, f.size, f.media_type]),
+        [
+          ["report.md", 5, undefined],
+          ["assets/a.png", 3, "image/png"],
+          ["empty.txt", 0, undefined],
+        ],
+      );
     });
-    await rm(path.join(dir, "gone.txt"));
-    await writeFile(path.join(dir, "short.txt"), "lo");
-    await writeFile(path.join(dir, "changed.txt"), "xyz");
-    const error = await expectSourceInvalid(dir);
-    assert.deepEqual(error.paths, ["gone.txt", "short.txt", "changed.txt"]);
-    assert.match(error.message, /3 of 4 listed files/);
-    assert.doesNotMatch(error.message, /ok\.txt/);
+
+    test("files present but not listed do not matter", async () => {
+      const dir = await writeTestBundle({ "a.txt": "a" });
+      await writeFile(path.join(dir, "unlisted.txt"), "x");
+      assert.equal((await loadBundle(dir, { workers })).files.length, 1);
+    });
+
+    test("a symlinked bundle directory is resolved to its real path", async () => {
+      const dir = await writeTestBundle({ "a.txt": "a" });
+      const parent = await mkdtemp(path.join(tmpdir(), "distributor-latest-"));
+      await symlink(dir, path.join(parent, "latest"));
+      const bundle = await loadBundle(path.join(parent, "latest"), { workers });
+      assert.equal(bundle.dir, path.resolve(dir));
+    });
+
+    test("a missing file is reported as missing", async () => {
+      const dir = await writeTestBundle({ "a.txt": "a", "b/c.txt": "c" });
+      await rm(path.join(dir, "b"), { recursive: true });
+      const error = await expectSourceInvalid(dir, workers);
+      assert.deepEqual(error.paths, ["b/c.txt"]);
+      assert.match(error.message, /b\/c\.txt: missing/);
+    });
+
+    test("a size mismatch names both sizes", async () => {
+      const dir = await writeTestBundle({ "a.txt": "0123456789ab" });
+      await writeFile(path.join(dir, "a.txt"), "0123456789");
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /a\.txt: size 10 != 12/);
+    });
+
+    test("same size but other bytes is a sha256 mismatch", async () => {
+      const dir = await writeTestBundle({ "a.txt": "hello" });
+      await writeFile(path.join(dir, "a.txt"), "HELLO");
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /a\.txt: sha256 mismatch/);
+      assert.deepEqual(error.paths, ["a.txt"]);
+    });
+
+    test("a listed path that is a symlink is refused, even to a good copy", async () => {
+      const dir = await writeTestBundle({ "a.txt": "same" });
+      await writeFile(path.join(dir, "real.txt"), "same");
+      await rm(path.join(dir, "a.txt"));
+      await symlink("real.txt", path.join(dir, "a.txt"));
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /a\.txt: symlink/);
+    });
+
+    test("a symlinked directory component is refused", async () => {
+      const dir = await writeTestBundle({ "docs/a.txt": "a" });
+      await rename(path.join(dir, "docs"), path.join(dir, "real-docs"));
+      await symlink("real-docs", path.join(dir, "docs"));
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /docs\/a\.txt: symlink in path \('docs' is a symlink\)/);
+    });
+
+    test("a symlink escaping the bundle is refused", async () => {
+      const outside = await mkdtemp(path.join(tmpdir(), "distributor-outside-"));
+      await writeFile(path.join(outside, "secret.txt"), "s");
+      const dir = await writeTestBundle({ "secret.txt": "s", "sub/x.txt": "x" });
+      await rm(path.join(dir, "secret.txt"));
+      await symlink(path.join(outside, "secret.txt"), path.join(dir, "secret.txt"));
+      await rm(path.join(dir, "sub"), { recursive: true });
+      await mkdir(path.join(outside, "sub"));
+      await writeFile(path.join(outside, "sub", "x.txt"), "x");
+      await symlink(path.join(outside, "sub"), path.join(dir, "sub"));
+      const error = await expectSourceInvalid(dir, workers);
+      assert.deepEqual(error.paths, ["secret.txt", "sub/x.txt"]);
+    });
+
+    test("a directory where a file is listed is not a regular file", async () => {
+      const dir = await writeTestBundle({ "a.txt": "a" });
+      await rm(path.join(dir, "a.txt"));
+      await mkdir(path.join(dir, "a.txt"));
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /a\.txt: not a regular file/);
+    });
+
+    test("a file where a parent directory should be is reported", async () => {
+      const dir = await writeTestBundle({ "d/a.txt": "a" });
+      await rm(path.join(dir, "d"), { recursive: true });
+      await writeFile(path.join(dir, "d"), "not a dir");
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /d\/a\.txt: missing \('d' is not a directory\)/);
+    });
+
+    test("every bad path is listed at once, good ones are not", async () => {
+      const dir = await writeTestBundle({
+        "ok.txt": "ok",
+        "gone.txt": "g",
+        "short.txt": "long",
+        "changed.txt": "abc",
+      });
+      await rm(path.join(dir, "gone.txt"));
+      await writeFile(path.join(dir, "short.txt"), "lo");
+      await writeFile(path.join(dir, "changed.txt"), "xyz");
+      const error = await expectSourceInvalid(dir, workers);
+      assert.deepEqual(error.paths, ["gone.txt", "short.txt", "changed.txt"]);
+      assert.match(error.message, /3 of 4 listed files/);
+      assert.doesNotMatch(error.message, /ok\.txt/);
+    });
+
+    test("the bundle is unchanged after verification, good or bad", async () => {
+      const dir = await writeTestBundle({ "a.txt": "a", "b/c.txt": "c" });
+      await writeFile(path.join(dir, "b/c.txt"), "changed");
+      const before = await snapshot(dir);
+      await expectSourceInvalid(dir, workers);
+      assert.deepEqual(await snapshot(dir), before);
+    });
+
+    test("a missing bundle directory says so", async () => {
+      const missing = path.join(tmpdir(), `distributor-none-${process.pid}-${Date.now()}`);
+      const error = await expectSourceInvalid(missing, workers);
+      assert.match(error.message, /does not exist or is not a directory/);
+    });
+
+    test("a bundle path that is a file is not a directory", async () => {
+      const dir = await writeTestBundle({});
+      const error = await expectSourceInvalid(path.join(dir, "manifest.json"), workers);
+      assert.match(error.message, /not a directory/);
+    });
+
+    test("a directory without manifest.json says so", async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), "distributor-empty-"));
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /has no manifest\.json/);
+      assert.deepEqual(error.paths, ["manifest.json"]);
+    });
+
+    test("an invalid manifest fails before any file is looked at", async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), "distributor-badmanifest-"));
+      await writeFile(path.join(dir, "manifest.json"), '{"schema_version": 1, "files": [}');
+      const error = await expectSourceInvalid(dir, workers);
+      assert.match(error.message, /not valid JSON/);
+    });
   });
 
-  test("the bundle is unchanged after verification, good or bad", async () => {
-    const dir = await writeTestBundle({ "a.txt": "a", "b/c.txt": "c" });
-    await writeFile(path.join(dir, "b/c.txt"), "changed");
-    const before = await snapshot(dir);
-    await expectSourceInvalid(dir);
-    assert.deepEqual(await snapshot(dir), before);
-  });
-
-  test("a missing bundle directory says so", async () => {
-    const missing = path.join(tmpdir(), `distributor-none-${process.pid}-${Date.now()}`);
-    const error = await expectSourceInvalid(missing);
-    assert.match(error.message, /does not exist or is not a directory/);
-  });
-
-  test("a bundle path that is a file is not a directory", async () => {
-    const dir = await writeTestBundle({});
-    const error = await expectSourceInvalid(path.join(dir, "manifest.json"));
-    assert.match(error.message, /not a directory/);
-  });
-
-  test("a directory without manifest.json says so", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "distributor-empty-"));
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /has no manifest\.json/);
-    assert.deepEqual(error.paths, ["manifest.json"]);
-  });
-
-  test("an invalid manifest fails before any file is looked at", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "distributor-badmanifest-"));
-    await writeFile(path.join(dir, "manifest.json"), '{"schema_version": 1, "files": [}');
-    const error = await expectSourceInvalid(dir);
-    assert.match(error.message, /not valid JSON/);
-  });
-});
-
-describe("hashFile", () => {
-  test("streams sha256 and size of a file larger than one read chunk", async () => {
+describe("FileChecker", () => {
+  test("hashes a file larger than one read chunk, and names the digest it found", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "distributor-hash-"));
     const bytes = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
     await writeFile(path.join(dir, "big.bin"), bytes);
-    const result = await hashFile(path.join(dir, "big.bin"));
-    assert.equal(result.size, bytes.byteLength);
-    assert.equal(result.sha256, `sha256:${createHash("sha256").update(bytes).digest("hex")}`);
+    const sha256 = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+    const checker = new FileChecker(dir);
+    assert.equal(checker.check({ path: "big.bin", size: bytes.byteLength, sha256 }), null);
+    const wrong = `sha256:${"0".repeat(64)}`;
+    assert.equal(
+      checker.check({ path: "big.bin", size: bytes.byteLength, sha256: wrong }),
+      `sha256 mismatch (file has ${sha256})`,
+    );
   });
+});
 
-  test("refuses a symlink unless asked to follow it", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "distributor-hash-"));
-    await writeFile(path.join(dir, "real"), "x");
-    await symlink("real", path.join(dir, "link"));
-    await assert.rejects(hashFile(path.join(dir, "link")), { code: "ELOOP" });
-    assert.equal((await hashFile(path.join(dir, "link"), { followSymlinks: true })).size, 1);
-  });
+test("a bundle too big for the calling thread reports every bad file in manifest order", async () => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 700; i++) files[`d${i % 7}/f${String(i).padStart(3, "0")}.txt`] = `file ${i}`;
+  const dir = await writeTestBundle(files);
+  // Bad files spread so that they land in different shards.
+  const bad = ["d0/f000.txt", "d3/f346.txt", "d6/f699.txt"];
+  for (const file of bad) await writeFile(path.join(dir, file), "tampered");
+  await rm(path.join(dir, "d5"), { recursive: true });
+  const error = await expectSourceInvalid(dir);
+  const missing = Object.keys(files).filter((file) => file.startsWith("d5/"));
+  const manifestOrder = Object.keys(files).filter(
+    (file) => bad.includes(file) || missing.includes(file),
+  );
+  assert.deepEqual(error.paths, manifestOrder);
+  assert.match(error.message, /d0\/f000\.txt: size 8 != 6\n/);
+  assert.match(error.message, /d3\/f346\.txt: sha256 mismatch/);
+  assert.match(error.message, /d5\/f005\.txt: missing\n/);
+  assert.match(error.message, new RegExp(`${bad.length + missing.length} of 700 listed files`));
 });

@@ -4,7 +4,7 @@
  * the pure planner; this module only gathers its inputs and carries out its output.
  */
 
-import { loadBundle } from "../bundle/verify.js";
+import { openBundle } from "../bundle/verify.js";
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
@@ -108,7 +108,8 @@ async function prepareSources(
         `pipeline ${pipeline.id} has no source: set pipelines.${pipeline.id}.source in the config or pass --source DIR`,
       );
     }
-    const bundle = await loadBundle(dir);
+    const bundle = await openBundle(dir);
+    // Verifies the bundle while it renders (see planOutputs).
     const outputs = await planOutputs(bundle, pipeline);
     prepared.set(pipeline.id, { identity: bundle.identity, outputs });
   }

@@ -3,7 +3,7 @@
  * touching any destination. Throws the first DistributorError met (config,
  * source_invalid, output_collision, transform_failed).
  */
-import { loadBundle } from "../bundle/verify.js";
+import { openBundle } from "../bundle/verify.js";
 import { loadConfig } from "../config/load.js";
 import type { Config } from "../config/types.js";
 import { DistributorError } from "../errors.js";
@@ -45,7 +45,8 @@ export async function validate(options: ValidateOptions = {}): Promise<ValidateR
         { paths: [`pipelines.${pipeline.id}.source`] },
       );
     }
-    const bundle = await loadBundle(dir);
+    const bundle = await openBundle(dir);
+    // Verifies the bundle while it renders (see planOutputs).
     const outputs = await planOutputs(bundle, pipeline);
     pipelines.push({
       pipeline_id: pipeline.id,

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import picomatch from "picomatch";
 import { writeTestBundle } from "../bundle/testing.js";
-import { loadBundle } from "../bundle/verify.js";
+import { loadBundle, openBundle } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
@@ -231,13 +231,53 @@ describe("planOutputs", () => {
     assert.deepEqual(error.paths, ["bad.md"]);
   });
 
-  test("a Markdown file changed after verification is source_invalid", async () => {
-    const dir = await writeTestBundle({ "a.md": "# A" });
+  test("a Markdown file that no longer matches the manifest is source_invalid, not rendered", async () => {
+    const dir = await writeTestBundle({ "a.md": "# A", "b.txt": "b" });
     const bundle = await loadBundle(dir);
     await writeFile(path.join(dir, "a.md"), "# B");
     const error = await expectError(planOutputs(bundle, pipeline()), "source_invalid");
     assert.deepEqual(error.paths, ["a.md"]);
+    assert.match(error.message, /a\.md: sha256 mismatch/);
   });
+
+  test("a bad bundle is reported before a document that cannot be rendered", async () => {
+    const dir = await writeTestBundle({ "bad.md": Buffer.from([0xff]), "b.txt": "b" });
+    await writeFile(path.join(dir, "b.txt"), "changed");
+    const error = await expectError(
+      planOutputs(await openBundle(dir), pipeline()),
+      "source_invalid",
+    );
+    assert.deepEqual(error.paths, ["b.txt"]);
+  });
+
+  test("a bad bundle is reported before an output collision", async () => {
+    const dir = await writeTestBundle({ "a.md": "# A", "a.html": "<p>", "c.txt": "c" });
+    await rm(path.join(dir, "c.txt"));
+    const error = await expectError(
+      planOutputs(await openBundle(dir), pipeline()),
+      "source_invalid",
+    );
+    assert.deepEqual(error.paths, ["c.txt"]);
+  });
+
+  for (const workers of [0, 2]) {
+    test(`with ${workers} worker threads, outputs are the same`, async () => {
+      const dir = await writeTestBundle({
+        "a.md": "# A\n\n[b](b.md#x)",
+        "b.md": "b",
+        "c.txt": "c",
+        "d/e.bin": Buffer.alloc(3000, 1),
+      });
+      const bundle = await openBundle(dir);
+      const strip = (outputs: PlannedOutput[]) => outputs.map(({ content: _c, ...rest }) => rest);
+      const inThread = strip(await planOutputs(bundle, pipeline(), { workers: 0 }));
+      assert.deepEqual(strip(await planOutputs(bundle, pipeline(), { workers })), inThread);
+      assert.deepEqual(
+        inThread.map((o) => o.path),
+        ["a.html", "b.html", "c.txt", "d/e.bin"],
+      );
+    });
+  }
 
   test("planning the same bundle twice gives identical outputs", async () => {
     const dir = await writeTestBundle({ "a.md": "# A\n\n[b](b.md)", "b.md": "b", "c.txt": "c" });
