@@ -195,6 +195,58 @@ describe("write", () => {
     assert.equal(meta.Metadata?.sha256, "sha256:ab");
   });
 
+  test("a small file whose bytes are not the verified ones is refused, nothing stored", async () => {
+    const file = path.join(tmp, "changed.txt");
+    await writeFile(file, "changed after verification");
+    const verified = `sha256:${createHash("sha256").update("as verified").digest("hex")}`;
+    const d = driver("write-mismatch");
+    await assert.rejects(
+      d.write("changed.txt", { type: "file", absPath: file }, { sha256: verified }),
+      (error: unknown) => {
+        isCode("storage_error")(error);
+        const message = (error as Error).message;
+        assert.match(
+          message,
+          /write-mismatch\/changed\.txt: PutObject failed: 400 XAmzContentSHA256Mismatch/,
+        );
+        assert.match(message, /changed after verification/);
+        return true;
+      },
+    );
+    await assert.rejects(head("write-mismatch/changed.txt"), { name: "NotFound" });
+  });
+
+  test("keys with spaces, non-ASCII and reserved characters are written where they are listed", async () => {
+    const d = driver("write-keys");
+    const paths = ["a b/ü+%!'()*&=;,$@.txt", "c~d/e[f]#g.txt"];
+    for (const p of paths) {
+      await d.write(p, { type: "bytes", bytes: bytes(p) }, { sha256: undefined });
+    }
+    assert.deepEqual((await d.list()).map((entry) => entry.path).sort(), [...paths].sort());
+    for (const p of paths) assert.equal(text((await d.read(p))?.bytes ?? bytes("")), p);
+  });
+
+  test("a missing bucket is a storage_error naming it", async () => {
+    const d = createS3Driver({
+      bucket: `${bucket}-missing`,
+      prefix: "",
+      endpoint: server.endpoint,
+      region: server.region,
+      forcePathStyle: true,
+    });
+    await assert.rejects(
+      d.write("a.txt", { type: "bytes", bytes: bytes("a") }),
+      (error: unknown) => {
+        isCode("storage_error")(error);
+        assert.match(
+          (error as Error).message,
+          /-missing\/a\.txt: PutObject failed: 404 NoSuchBucket/,
+        );
+        return true;
+      },
+    );
+  });
+
   test("a file at or above the threshold goes up as multipart and returns the real ETag", async () => {
     const content = randomBytes(12 * MiB);
     const file = path.join(tmp, "big.bin");

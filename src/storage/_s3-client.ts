@@ -1,7 +1,7 @@
 /**
  * The S3 client the driver talks through, configured for S3-compatible servers
  * (Ceph RGW, MinIO, R2) as well as AWS, plus the small protocol helpers the
- * driver shares: ETag tokens and retries for streamed bodies.
+ * driver shares: ETag tokens and retries for requests the SDK does not repeat.
  */
 import { S3Client } from "@aws-sdk/client-s3";
 import { isRetryable } from "./_s3-errors.js";
@@ -65,12 +65,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Run `attempt` up to {@link MAX_ATTEMPTS} times while it fails retryably, with
- * exponential backoff and full jitter. For requests whose body is a stream: the
- * SDK never retries those (the stream is consumed), so each attempt must open a
- * fresh one. Errors that are not retryable (including DistributorErrors) pass
- * through at once.
+ * exponential backoff and full jitter: the SDK's standard retry, for requests
+ * the SDK does not send itself or cannot repeat (a streamed body is consumed,
+ * so each attempt must open a fresh one; see also _s3-direct-put.ts). Errors
+ * that are not retryable (including DistributorErrors) pass through at once.
  */
-export async function retryStreamed<T>(attempt: () => Promise<T>): Promise<T> {
+export async function withRetries<T>(attempt: () => Promise<T>): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await attempt();

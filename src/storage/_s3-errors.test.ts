@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
-import { retryStreamed, tokenOfEtag } from "./_s3-client.js";
+import { tokenOfEtag, withRetries } from "./_s3-client.js";
 import { errorNameOf, isLostRace, isNotFound, isRetryable, storageError } from "./_s3-errors.js";
 
 /** An SDK service error as the client throws it (RGW sends an empty Message). */
@@ -92,9 +92,9 @@ describe("tokens and retries", () => {
     assert.equal(tokenOfEtag(undefined), null);
   });
 
-  test("retryStreamed retries retryable failures and gives up on the others", async () => {
+  test("withRetries retries retryable failures and gives up on the others", async () => {
     let calls = 0;
-    const result = await retryStreamed(async () => {
+    const result = await withRetries(async () => {
       calls++;
       if (calls < 3) throw sdkError("SlowDown", 503);
       return "done";
@@ -104,7 +104,7 @@ describe("tokens and retries", () => {
 
     calls = 0;
     await assert.rejects(
-      retryStreamed(async () => {
+      withRetries(async () => {
         calls++;
         throw sdkError("AccessDenied", 403);
       }),

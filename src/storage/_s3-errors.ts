@@ -64,7 +64,8 @@ const NETWORK_CODES = new Set([
 
 /**
  * True for failures worth another attempt: throttling, 5xx and transient
- * network errors. Used where the SDK cannot retry by itself (streamed bodies).
+ * network errors. Used where the SDK does not retry by itself (streamed
+ * bodies, direct PUTs).
  */
 export function isRetryable(error: unknown): boolean {
   const status = httpStatusOf(error);
@@ -75,6 +76,9 @@ export function isRetryable(error: unknown): boolean {
 
 function hintFor(status: number | undefined, name: string): string {
   if (name === "NoSuchBucket") return "Check the bucket name and that it exists.";
+  if (name === "XAmzContentSHA256Mismatch" || name === "BadDigest") {
+    return "The bytes sent are not the ones verified: the source file changed after verification. Re-run once the bundle is complete.";
+  }
   if (status === 403 || name === "InvalidAccessKeyId" || name === "SignatureDoesNotMatch") {
     return "Check the AWS credentials (environment or shared profile) and the bucket's permissions.";
   }

@@ -8,7 +8,7 @@ import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import { retryStreamed } from "./_s3-client.js";
+import { withRetries } from "./_s3-client.js";
 import { unreadableSource } from "./_s3-put.js";
 
 const MiB = 1024 * 1024;
@@ -58,7 +58,7 @@ export function sourceFileSize(upload: FileUpload): Promise<number> {
  * absent. The SDK does not retry streamed bodies, so each retry reopens the file.
  */
 export function putFile(upload: FileUpload): Promise<string | undefined> {
-  return retryStreamed(() =>
+  return withRetries(() =>
     withFileStream(upload, async (body, length) => {
       const input = { ...upload.params, Body: body, ContentLength: length };
       return (await upload.client.send(new PutObjectCommand(input))).ETag;

@@ -15,6 +15,7 @@ import { DistributorError, type LockHolder } from "../errors.js";
 import type { OutputContent } from "../model.js";
 import { cleanPathProblem, LOCK_FILE } from "../paths.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
+import { DirectPut } from "./_s3-direct-put.js";
 import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s3-errors.js";
 import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
@@ -84,6 +85,8 @@ class S3Driver implements StorageDriver {
   readonly capabilities: StorageCapabilities = { conditionalWrite: true, batchDelete: true };
   private probe: Promise<boolean> | undefined;
   private readonly client: S3Client;
+  /** Unconditional small PUTs, without the SDK's per-request CPU (see _s3-direct-put.ts). */
+  private readonly directPut: DirectPut;
   private readonly bucket: string;
   private readonly prefix: string;
   private readonly multipartThreshold: number;
@@ -99,15 +102,22 @@ class S3Driver implements StorageDriver {
     this.root = `s3://${options.bucket}/${options.prefix === "" ? "" : `${options.prefix}/`}`;
     this.multipartThreshold = options.multipartThreshold ?? 64 * MiB;
     this.listPageSize = options.listPageSize;
+    const maxConcurrency = options.maxConcurrency ?? 16;
+    const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
     this.client =
       options.client ??
       createS3Client({
         region: options.region,
         endpoint: options.endpoint,
         forcePathStyle: options.forcePathStyle,
-        maxConcurrency: options.maxConcurrency ?? 16,
-        idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+        maxConcurrency,
+        idleTimeoutMs,
       });
+    this.directPut = new DirectPut(this.client, {
+      bucket: options.bucket,
+      maxConcurrency,
+      idleTimeoutMs,
+    });
   }
 
   async list(): Promise<StorageEntry[]> {
@@ -347,7 +357,14 @@ class S3Driver implements StorageDriver {
     options: WriteOptions,
   ): Promise<string | undefined> {
     const params = this.putParams(path, options);
-    if (content.type === "bytes") return putBytes(this.client, params, content.bytes);
+    const putSmall = (bytes: Uint8Array) =>
+      options.ifMatch === undefined
+        ? this.directPut.put(
+            { key: params.Key as string, contentType: options.contentType, sha256: options.sha256 },
+            bytes,
+          )
+        : putBytes(this.client, params, bytes);
+    if (content.type === "bytes") return putSmall(content.bytes);
     const upload: FileUpload = {
       client: this.client,
       params,
@@ -356,7 +373,7 @@ class S3Driver implements StorageDriver {
       path,
     };
     const small = readSmallFile(upload, Math.min(SMALL_FILE, this.multipartThreshold));
-    if (small !== null) return putBytes(this.client, params, small);
+    if (small !== null) return putSmall(small);
     if ((await sourceFileSize(upload)) < this.multipartThreshold) return putFile(upload);
     // RGW ignores conditions on CompleteMultipartUpload, so check them up front too
     // (best effort; AWS enforces them on completion).

@@ -1,0 +1,218 @@
+/**
+ * Unconditional single PUTs of in-memory bodies (every output below the
+ * small-file limit), sent over Node's own HTTP client instead of through the
+ * SDK's command pipeline. Publishing many small files is bound by the client's
+ * CPU per request: 1,000 PutObjects of 1-20 KB to the local test server cost
+ * 1.73-1.84 s of CPU (2.15-2.26 s wall) through the SDK and 0.57 s (1.21-1.25 s
+ * wall) this way.
+ *
+ * Only the transport is our own. The bucket's endpoint comes from the SDK's
+ * endpoint rules, credentials from the client's provider chain, and requests
+ * are signed by the SDK's SigV4 signer. Failures are raised in the SDK's error
+ * shape (`name`, `$metadata.httpStatusCode`), so that retries and messages go
+ * through the same classification as every other S3 call (_s3-errors.ts).
+ * Conditional writes (state, lock) stay on the SDK.
+ */
+import { createHash, createHmac } from "node:crypto";
+import http from "node:http";
+import https from "node:https";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { getEndpointFromInstructions } from "@smithy/core/endpoints";
+import { SignatureV4 } from "@smithy/signature-v4";
+import { withRetries } from "./_s3-client.js";
+
+export interface DirectPutSettings {
+  bucket: string;
+  maxConcurrency: number;
+  idleTimeoutMs: number;
+}
+
+export interface DirectPutParams {
+  key: string;
+  contentType?: string;
+  /** `sha256:<hex>` of `body` when known: sent as metadata and reused as the payload hash. */
+  sha256?: string;
+}
+
+type SourceData = string | ArrayBuffer | ArrayBufferView;
+
+function bytesOf(data: SourceData): string | Uint8Array {
+  if (typeof data === "string") return data;
+  if (ArrayBuffer.isView(data))
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  return new Uint8Array(data);
+}
+
+/** The SHA-256 constructor the signer expects (HMAC when given a secret). */
+class NodeSha256 {
+  readonly #hash: ReturnType<typeof createHash> | ReturnType<typeof createHmac>;
+  constructor(secret?: SourceData) {
+    this.#hash =
+      secret === undefined ? createHash("sha256") : createHmac("sha256", bytesOf(secret));
+  }
+  update(data: SourceData): void {
+    this.#hash.update(bytesOf(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return new Uint8Array(this.#hash.digest());
+  }
+}
+
+const KNOWN_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+interface Target {
+  url: URL;
+  signer: SignatureV4;
+  agent: http.Agent;
+}
+
+/** S3's key escaping: every character but unreserved ones and `/`. */
+function escapeKey(key: string): string {
+  return key
+    .split("/")
+    .map((segment) =>
+      encodeURIComponent(segment).replace(
+        /[!'()*]/g,
+        (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+      ),
+    )
+    .join("/");
+}
+
+/** An error shaped like the SDK's service errors, for _s3-errors.ts. */
+function serviceError(status: number, body: string): Error {
+  // Only the code is kept: the message may echo request details.
+  const name =
+    /<Code>([^<]{1,100})<\/Code>/.exec(body)?.[1] ??
+    (status === 404 ? "NotFound" : `Http${status}`);
+  return Object.assign(new Error(name), { name, $metadata: { httpStatusCode: status } });
+}
+
+function networkError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+export class DirectPut {
+  readonly #client: S3Client;
+  readonly #settings: DirectPutSettings;
+  #target: Promise<Target> | undefined;
+  /** Server time minus local time, learnt from a RequestTimeTooSkewed answer. */
+  #clockOffsetMs = 0;
+
+  constructor(client: S3Client, settings: DirectPutSettings) {
+    this.#client = client;
+    this.#settings = settings;
+  }
+
+  /** PUT `body` at `params.key`; retried like SDK requests. Returns the ETag, maybe absent. */
+  put(params: DirectPutParams, body: Uint8Array): Promise<string | undefined> {
+    return withRetries(() => this.#attempt(params, body));
+  }
+
+  /** The bucket's endpoint and signer, resolved once by the SDK's own rules. */
+  #resolveTarget(): Promise<Target> {
+    this.#target ??= (async () => {
+      const config = this.#client.config;
+      const endpoint = await getEndpointFromInstructions(
+        { Bucket: this.#settings.bucket, Key: "k" },
+        PutObjectCommand,
+        config,
+      );
+      const scheme = (
+        endpoint.properties?.authSchemes as { signingRegion?: string }[] | undefined
+      )?.[0];
+      const signer = new SignatureV4({
+        service: "s3",
+        region: scheme?.signingRegion ?? (await config.region()),
+        credentials: config.credentials,
+        sha256: NodeSha256,
+        // S3 signs the path as sent, escaped once.
+        uriEscapePath: false,
+        applyChecksum: false,
+      });
+      const url = new URL(endpoint.url.href);
+      const Agent = url.protocol === "https:" ? https.Agent : http.Agent;
+      const agent = new Agent({ keepAlive: true, maxSockets: this.#settings.maxConcurrency });
+      return { url, signer, agent };
+    })();
+    return this.#target;
+  }
+
+  async #attempt(params: DirectPutParams, body: Uint8Array): Promise<string | undefined> {
+    const { url, signer, agent } = await this.#resolveTarget();
+    // A known digest is sent as the payload hash, so the server refuses bytes
+    // that are not the ones verified (XAmzContentSHA256Mismatch) instead of
+    // storing them under the verified digest.
+    const hex = KNOWN_DIGEST.test(params.sha256 ?? "")
+      ? (params.sha256 as string).slice("sha256:".length)
+      : createHash("sha256").update(body).digest("hex");
+    const base = url.pathname.endsWith("/") ? url.pathname : `${url.pathname}/`;
+    const headers: Record<string, string> = {
+      host: url.host,
+      "content-length": String(body.byteLength),
+      "x-amz-content-sha256": hex,
+    };
+    if (params.contentType !== undefined) headers["content-type"] = params.contentType;
+    if (params.sha256 !== undefined) headers["x-amz-meta-sha256"] = params.sha256;
+    const request = {
+      method: "PUT",
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port === "" ? undefined : Number(url.port),
+      path: `${base}${escapeKey(params.key)}`,
+      query: {},
+      headers,
+    };
+    const signed = await signer.sign(request, {
+      signingDate: new Date(Date.now() + this.#clockOffsetMs),
+    });
+    return this.#send(url, agent, signed, body);
+  }
+
+  #send(
+    url: URL,
+    agent: http.Agent,
+    signed: { method: string; path: string; headers: Record<string, string> },
+    body: Uint8Array,
+  ): Promise<string | undefined> {
+    const transport = url.protocol === "https:" ? https : http;
+    return new Promise((resolve, reject) => {
+      const request = transport.request(
+        {
+          agent,
+          protocol: url.protocol,
+          hostname: url.hostname,
+          port: url.port,
+          method: signed.method,
+          path: signed.path,
+          headers: signed.headers,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("error", reject);
+          response.on("end", () => {
+            const status = response.statusCode ?? 0;
+            if (status >= 200 && status < 300) return resolve(response.headers.etag);
+            const error = serviceError(status, Buffer.concat(chunks).toString("utf8"));
+            if (error.name === "RequestTimeTooSkewed") this.#learnClock(response.headers.date);
+            reject(error);
+          });
+        },
+      );
+      // Idle time, like the SDK client's socketTimeout: a silent server fails the attempt.
+      request.setTimeout(this.#settings.idleTimeoutMs, () =>
+        request.destroy(
+          networkError("TimeoutError", `no answer for ${this.#settings.idleTimeoutMs} ms`),
+        ),
+      );
+      request.on("error", reject);
+      request.end(body);
+    });
+  }
+
+  #learnClock(serverDate: string | undefined): void {
+    const server = serverDate === undefined ? Number.NaN : Date.parse(serverDate);
+    if (!Number.isNaN(server)) this.#clockOffsetMs = server - Date.now();
+  }
+}
