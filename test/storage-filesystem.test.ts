@@ -11,6 +11,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
+import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { describeStorageConformance, rejectsWithCode } from "./storage-conformance.js";
@@ -270,6 +271,46 @@ describe("filesystem driver: symlinks are never followed", () => {
       await driver.deleteMany(["p/q/r.txt"]);
       assert.deepEqual(await readdir(root), []);
       assert.ok((await stat(root)).isDirectory());
+    }),
+  );
+});
+
+describe("filesystem driver: many small writes (spread over worker threads)", () => {
+  it(
+    "land with their bytes and tokens, and errors keep their codes and paths",
+    sandboxed(async ({ root, outside, driver }) => {
+      const source = path.join(path.dirname(root), "copied.txt");
+      await writeFile(source, "copied bytes");
+      const paths = Array.from({ length: 300 }, (_, i) => `d${i % 17}/sub${i % 3}/f${i}.txt`);
+      const tokens = await Promise.all(
+        paths.map((p, i) =>
+          driver.write(p, i % 2 === 0 ? bytes(p) : { type: "file", absPath: source }),
+        ),
+      );
+      if (os.availableParallelism() >= 2) assert.ok(writePoolSize() >= 2, "the pool took over");
+      for (const [i, p] of paths.entries()) {
+        const stored = await driver.read(p);
+        assert.equal(new TextDecoder().decode(stored?.bytes), i % 2 === 0 ? p : "copied bytes", p);
+        assert.equal(stored?.token, tokens[i], p);
+      }
+      await symlink(outside, path.join(root, "docs"));
+      const unsafe = await rejectsWithCode(
+        driver.write("docs/x/page.html", bytes("x")),
+        "unsafe_path",
+      );
+      assert.ok(unsafe.paths.includes("docs"), unsafe.message);
+      assert.deepEqual(await readdir(outside), []);
+      await rejectsWithCode(
+        driver.write(`${paths[0]}/below-a-file.txt`, bytes("x")),
+        "unsafe_path",
+      );
+      await mkdir(path.join(root, "d0", "a-directory"));
+      const failed = await rejectsWithCode(
+        driver.write("d0/a-directory", bytes("x")),
+        "storage_error",
+      );
+      assert.deepEqual(failed.paths, ["d0/a-directory"]);
+      assert.deepEqual(await tempFilesUnder(root), []);
     }),
   );
 });

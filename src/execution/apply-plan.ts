@@ -75,8 +75,10 @@ async function writeOutputs(
   plan: RunPlan,
   options: ApplyOptions,
 ): Promise<void> {
-  const writes = plan.changes.filter(
-    (change) => (change.change === "create" || change.change === "update") && change.output,
+  const writes = alternateDirectories(
+    plan.changes.filter(
+      (change) => (change.change === "create" || change.change === "update") && change.output,
+    ),
   );
   await mapLimit(
     writes,
@@ -90,6 +92,30 @@ async function writeOutputs(
     },
     { limit: options.concurrency ?? 8 },
   );
+}
+
+/**
+ * The same writes, reordered so that consecutive ones are in different
+ * directories: the first file of every directory, then the second of every
+ * directory, and so on. Creating files in one directory is serialised by the
+ * filesystem (parallel writers there mostly spin on its lock), so writes in
+ * flight together should be spread over directories. Order does not matter
+ * otherwise: every path is claimed before the first write.
+ */
+function alternateDirectories<T extends { path: string }>(writes: readonly T[]): T[] {
+  const byDirectory = new Map<string, T[]>();
+  for (const write of writes) {
+    const directory = write.path.slice(0, Math.max(0, write.path.lastIndexOf("/")));
+    const group = byDirectory.get(directory);
+    if (group) group.push(write);
+    else byDirectory.set(directory, [write]);
+  }
+  const groups = [...byDirectory.values()];
+  const out: T[] = [];
+  for (let round = 0; out.length < writes.length; round++) {
+    for (const group of groups) if (round < group.length) out.push(group[round] as T);
+  }
+  return out;
 }
 
 async function deleteOmitted(

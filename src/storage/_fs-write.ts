@@ -28,6 +28,7 @@ import {
   storageError,
   unsafeAncestorError,
 } from "./_fs-paths.js";
+import { PoolUnavailable, type SmallWrite, writePool } from "./_fs-write-pool.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
 
 /** The mode `open(..., "wx")` gives a new file under this process's umask. */
@@ -59,7 +60,7 @@ export async function writeAtomic(
 ): Promise<VersionToken> {
   const target = resolveInside(root, relPath);
   if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
-    return writeSmallSync(root, relPath, { target, content: options.content });
+    return writeSmall({ root, relPath, target, content: options.content });
   }
   const check = await checkAncestors(root, relPath);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
@@ -148,8 +149,21 @@ function isSmall(content: OutputContent): boolean {
   }
 }
 
+/** A small write on a pool worker when there is one (_fs-write-pool.ts), else here. */
+async function writeSmall(request: SmallWrite): Promise<VersionToken> {
+  const pool = writePool();
+  if (pool) {
+    try {
+      return await pool.write(request);
+    } catch (error) {
+      if (!(error instanceof PoolUnavailable)) throw error;
+    }
+  }
+  return writeSmallSync(request.root, request.relPath, request);
+}
+
 /** writeAtomic's steps for a small output, with synchronous calls. */
-function writeSmallSync(
+export function writeSmallSync(
   root: string,
   relPath: string,
   options: { target: string; content: OutputContent },
