@@ -68,9 +68,13 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
   const warmUp = { values: [], rss: [], notes: new Set<string>() };
   for (const contender of contenders) await sample(contender, warmUp);
   for (let i = 0; i < runs; i++) {
-    // Alternate the order too, so neither side always runs on a cache the other just warmed.
-    const order = i % 2 === 0 ? contenders : [...contenders].reverse();
-    for (const contender of order) await sample(contender, samples.get(contender) as Samples);
+    // The same cyclic order every run, so no contender ever runs twice in a row.
+    // Reversing the order every other run did that at each turn, and on the
+    // benchmark VM a contender that deletes the tree it has just written, then
+    // writes it again, measured about twice as slow (case 1: 5.0-5.2 s against
+    // 2.4-2.7 s for distributor, 3.97-4.37 s against 1.59-1.86 s for rclone,
+    // in one run), so the ratio depended on who got that turn more often.
+    for (const contender of contenders) await sample(contender, samples.get(contender) as Samples);
     process.stderr.write(`  case ${bench.id}: run ${i + 1}/${runs} done\n`);
   }
   const subject = samples.get(bench.subject) as Samples;
