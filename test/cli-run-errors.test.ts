@@ -118,6 +118,16 @@ describe("output_collision", () => {
     assert.ok(json.error?.paths.includes("page.html"), JSON.stringify(json.error));
     assert.deepEqual(await listFiles(s.root), []);
   });
+
+  test("x.md rendered to x.html next to x.html/y.txt: exit 1 before anything is written", async () => {
+    const s = await scenario();
+    const bundle = await s.bundle("folder", { "x.md": "# X\n", "x.html/y.txt": "y\n" });
+    const { code, json } = await s.runJson(["--source", bundle]);
+    assert.equal(code, 1);
+    assertErrorOnly(json, "output_collision");
+    assert.deepEqual(json.error?.paths, ["x.html"]);
+    assert.deepEqual(await listFiles(s.root), []);
+  });
 });
 
 describe("transform_failed", () => {

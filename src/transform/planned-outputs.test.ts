@@ -211,6 +211,27 @@ describe("planOutputs", () => {
     assert.deepEqual(error.paths, ["a.html", "b.html"]);
   });
 
+  test("a rendered file where another output needs a folder is an output_collision", async () => {
+    const files = { "x.md": "# X", "x.html/y.txt": "y", "x.html/z/w.txt": "w", "ok.md": "ok" };
+    const error = await expectError(plan(files, pipeline()), "output_collision");
+    assert.deepEqual(error.paths, ["x.html"]);
+    assert.match(
+      error.message,
+      /x\.html: generated from x\.md by markdown_to_html, but x\.html\/y\.txt \(source file x\.html\/y\.txt\) needs it as a folder/,
+    );
+  });
+
+  test("a name that only starts like another output's folder is no collision", async () => {
+    const { outputs } = await plan(
+      { "x.md": "# X", "x.html2/y.txt": "y", "x.htm/y.txt": "y" },
+      pipeline(),
+    );
+    assert.deepEqual(
+      outputs.map((o) => o.path),
+      ["x.htm/y.txt", "x.html", "x.html2/y.txt"],
+    );
+  });
+
   test("no collision when the colliding file is excluded", async () => {
     const { outputs } = await plan(
       { "a.md": "# A", "a.html": "<p>" },

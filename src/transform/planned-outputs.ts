@@ -11,7 +11,7 @@ import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";
-import { cleanPathProblem, compareUtf8 } from "../paths.js";
+import { ancestorsOf, cleanPathProblem, compareUtf8 } from "../paths.js";
 import { createLinkRewriter, derivedHtmlPath } from "./links.js";
 import { renderMarkdownToHtml } from "./markdown-to-html.js";
 import { HTML_MEDIA_TYPE, mediaTypeFor } from "./media-types.js";
@@ -93,7 +93,14 @@ function slotsOf(
   });
 }
 
-/** Fail with `output_collision` listing every path planned more than once and its origins. */
+/**
+ * Fail with `output_collision` listing every path planned more than once, and
+ * every planned file that another planned output needs as its folder (`x.html`
+ * rendered from `x.md` next to a listed `x.html/y.txt`), each with its origins.
+ * The second kind is a collision too: no directory tree can hold both, and
+ * writing one would fail halfway through the run. It is refused on S3 as well,
+ * where keys could hold both, so that a bundle publishes the same everywhere.
+ */
 function assertNoCollisions(slots: readonly Slot[]): void {
   const byPath = new Map<string, string[]>();
   for (const slot of slots) {
@@ -101,16 +108,27 @@ function assertNoCollisions(slots: readonly Slot[]): void {
     if (origins) origins.push(slot.origin);
     else byPath.set(slot.path, [slot.origin]);
   }
-  const collisions = [...byPath].filter(([, origins]) => origins.length > 1);
-  if (collisions.length === 0) return;
-  collisions.sort(([a], [b]) => compareUtf8(a, b));
-  const lines = collisions.map(
-    ([outputPath, origins]) => `\n  - ${outputPath}: ${origins.join(" and ")}`,
-  );
+  const collisions = new Map<string, string>();
+  for (const [outputPath, origins] of byPath) {
+    if (origins.length > 1) collisions.set(outputPath, origins.join(" and "));
+  }
+  for (const slot of slots) {
+    for (const folder of ancestorsOf(slot.path)) {
+      const fileOrigins = byPath.get(folder);
+      if (fileOrigins === undefined || collisions.has(folder)) continue;
+      collisions.set(
+        folder,
+        `${fileOrigins.join(" and ")}, but ${slot.path} (${slot.origin}) needs it as a folder`,
+      );
+    }
+  }
+  if (collisions.size === 0) return;
+  const paths = [...collisions.keys()].sort(compareUtf8);
+  const lines = paths.map((outputPath) => `\n  - ${outputPath}: ${collisions.get(outputPath)}`);
   throw new DistributorError(
     "output_collision",
-    `Several planned outputs have the same path:${lines.join("")}\nRename one of the files in the bundle, or narrow the pipeline's include/exclude or the transform's include.`,
-    { paths: collisions.map(([outputPath]) => outputPath) },
+    `Several planned outputs have the same path, or a file's path is another output's folder:${lines.join("")}\nRename one of the files in the bundle, or narrow the pipeline's include/exclude or the transform's include.`,
+    { paths },
   );
 }
 
