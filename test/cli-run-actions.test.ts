@@ -231,6 +231,29 @@ describe("replace_catalog", () => {
       "other/x.txt": "other/web",
     });
   });
+
+  test("a file of ours that becomes a folder, and a folder that becomes a file", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+    }));
+    const v1 = await s.bundle("v1", {
+      guide: "the guide\n",
+      "notes/a.txt": "a\n",
+      "notes/b/c.txt": "c\n",
+    });
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    const v2 = await s.bundle("v2", { "guide/index.md": "# Guide\n", notes: "now a file\n" });
+    const { code, json } = await s.runJson(["--source", v2]);
+    assert.equal(code, 0, JSON.stringify(json));
+    const result = onlyResult(json);
+    assert.equal(result.action, "replace_catalog");
+    assert.deepEqual(result.deleted, ["guide", "notes/a.txt", "notes/b/c.txt"]);
+    assert.deepEqual(await publishedFiles(s.root), ["guide/index.html", "notes"]);
+    assert.equal(await readFile(path.join(s.root, "notes"), "utf8"), "now a file\n");
+    assert.deepEqual(Object.keys(await stateOwners(s.root)).sort(), ["guide/index.html", "notes"]);
+    assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
+  });
 });
 
 describe("two owners in one root", () => {

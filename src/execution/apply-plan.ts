@@ -4,9 +4,11 @@
  *
  *   1. claim state  — records every path about to be written (old digests kept
  *                     for overwritten paths), so a crash leaves no unmanaged file;
- *   2. outputs      — each an atomic write (temp + rename / one PUT);
- *   3. deletes      — replacement's omitted outputs, or the root's content for force;
- *   4. final state  — the plan's next state.
+ *   2. deletes that clear the way — omitted outputs where an output needs the
+ *                     place (a file where it needs a folder, or the reverse);
+ *   3. outputs      — each an atomic write (temp + rename / one PUT);
+ *   4. deletes      — replacement's other omitted outputs, or the root's content for force;
+ *   5. final state  — the plan's next state.
  *
  * Killed anywhere, the root holds a complete valid state from which the same run
  * re-plans the remaining work as creates/updates and converges.
@@ -60,6 +62,9 @@ export async function applyPlan(
     }
   }
   if (plan.claimState) token = await writeState(driver, plan.claimState, token);
+  // The claim still records these paths: killed after this, a rerun finds them
+  // missing, drops their records as omitted, and writes the outputs.
+  await clearTheWay(driver, plan);
   await writeOutputs(driver, plan, options);
   const failedDeletes = plan.action === "force_replace" ? [] : await deleteOmitted(driver, plan);
   // A fresh root's claim already is its final state (publish_new, force_replace).
@@ -118,12 +123,28 @@ function alternateDirectories<T extends { path: string }>(writes: readonly T[]):
   return out;
 }
 
+/** Deletes the outputs need out of their way; any failure stops the run before a write. */
+async function clearTheWay(driver: StorageDriver, plan: RunPlan): Promise<void> {
+  if (plan.deletesFirst.length === 0) return;
+  const failed = (await driver.deleteMany(plan.deletesFirst)).filter(
+    (result) => result.error !== undefined,
+  );
+  if (failed.length === 0) return;
+  throw new DistributorError(
+    "storage_error",
+    `Could not delete what new outputs replace under ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}. No output was written yet (the state still records every path); fix the cause and run again.`,
+    { paths: failed.map((f) => f.path) },
+  );
+}
+
 async function deleteOmitted(
   driver: StorageDriver,
   plan: RunPlan,
 ): Promise<ApplyResult["failedDeletes"]> {
-  if (plan.deletes.length === 0) return [];
-  const results = await driver.deleteMany(plan.deletes);
+  const first = new Set(plan.deletesFirst);
+  const rest = plan.deletes.filter((path) => !first.has(path));
+  if (rest.length === 0) return [];
+  const results = await driver.deleteMany(rest);
   return results
     .filter((result) => result.error !== undefined)
     .map((result) => ({ path: result.path, message: result.error ?? "" }));

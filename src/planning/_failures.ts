@@ -55,7 +55,15 @@ function _failed(
   action: "fail_conflict" | "fail_unmanaged",
   error: { code: ErrorCode; message: string; paths: string[] },
 ): RunPlan {
-  return { action, error, changes: [], deletes: [], claimState: null, finalState: null };
+  return {
+    action,
+    error,
+    changes: [],
+    deletes: [],
+    deletesFirst: [],
+    claimState: null,
+    finalState: null,
+  };
 }
 
 function _owner(input: RunPlanInput): string {

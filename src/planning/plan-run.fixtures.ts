@@ -128,6 +128,7 @@ export interface Case {
   /** Expected changes as "path change", in order. */
   changes?: string[];
   deletes?: string[];
+  deletesFirst?: string[];
   errorPaths?: string[];
   /** Expected reason (substring) per path. */
   reasons?: Record<string, string>;

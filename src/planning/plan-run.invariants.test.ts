@@ -78,7 +78,9 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
   const emptied = force
     ? input.listing.filter((e) => hasReservedSegment(e.path))
     : [...input.listing];
-  const outputsDone = new Map(emptied.map((e) => [e.path, e]));
+  const first = new Set(plan.deletesFirst);
+  const cleared = emptied.filter((e) => !first.has(e.path));
+  const outputsDone = new Map(cleared.map((e) => [e.path, e]));
   for (const change of written(plan)) {
     outputsDone.set(change.path, {
       path: change.path,
@@ -89,6 +91,7 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
   const deletesDone = simulateApplied(plan, input).listing;
   return [
     { point: "after the claim state", state: claimed, listing: emptied, verified: true },
+    { point: "after clearing the way", state: claimed, listing: cleared, verified: true },
     {
       point: "after the outputs",
       state: claimed,
@@ -134,7 +137,7 @@ describe("invariant: a crash at any step converges on a plain rerun", () => {
         assert.deepEqual(visible(converged.listing), visible(expected.listing), crash.point);
         // Sizes alone cannot tell old bytes from new: follow the digests too.
         const content = initialContent(c.input);
-        if (crash.point !== "after the claim state") {
+        if (crash.point !== "after the claim state" && crash.point !== "after clearing the way") {
           for (const change of written(plan)) content.set(change.path, change.output?.sha256);
         }
         for (const change of written(plan2)) content.set(change.path, change.output?.sha256);
@@ -170,6 +173,8 @@ describe("invariant: plans are well formed", () => {
         sorted(plan.changes.map((ch) => ch.path)),
       );
       assert.deepEqual(plan.deletes, sorted(plan.deletes));
+      assert.deepEqual(plan.deletesFirst, sorted(plan.deletesFirst));
+      for (const path of plan.deletesFirst) assert.ok(plan.deletes.includes(path), path);
       if (plan.action !== "force_replace") {
         const writes = new Set(written(plan).map((ch) => ch.path));
         for (const path of plan.deletes)

@@ -42,6 +42,7 @@ describe("planRun: the case table", () => {
         );
       }
       if (c.deletes) assert.deepEqual(plan.deletes, c.deletes);
+      assert.deepEqual(plan.deletesFirst, c.deletesFirst ?? []);
       if (c.errorPaths) assert.deepEqual(plan.error?.paths, c.errorPaths);
       for (const [path, reason] of Object.entries(c.reasons ?? {})) {
         const change = plan.changes.find((ch) => ch.path === path);

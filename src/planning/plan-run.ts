@@ -3,7 +3,8 @@
  * Outcomes). A pure function: the classified state, the listing, the planned
  * outputs and `now` come in; the action, per-output changes with reasons, the
  * deletes and the states to write come out. The executor applies the plan in
- * this order without re-deciding: claim state → outputs → deletes → final state.
+ * this order without re-deciding: claim state → deletes that clear the way →
+ * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
 import { compareUtf8 } from "../paths.js";
@@ -60,8 +61,10 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   if (view.entries.size === 0) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  // Nothing is ours under missing state, so nothing is cleared by deleting it.
+  const clearing: Clearing = { view, omitted: new Set(), first: new Set() };
   const blockers = _sorted(input.outputs).flatMap((output) => {
-    const blocker = _blocker(view, output.path, { recorded: false, legacy: false });
+    const blocker = _blocker(clearing, output.path, { recorded: false, legacy: false });
     return blocker === null ? [] : [blocker];
   });
   // Nothing planned collides, yet the root holds content that is not ours.
@@ -81,7 +84,14 @@ function _fresh(input: RunPlanInput, reason: string): Omit<RunPlan, "action"> {
   // written output recorded (unchanged on rerun) and every unwritten one "file missing".
   const state = _state(input, input.now, records);
   // The same object twice: the executor writes it once.
-  return { error: null, changes, deletes: [], claimState: state, finalState: state };
+  return {
+    error: null,
+    changes,
+    deletes: [],
+    deletesFirst: [],
+    claimState: state,
+    finalState: state,
+  };
 }
 
 interface Planned {
@@ -96,21 +106,22 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const oldRecords = old?.outputs ?? [];
   const byPath = new Map(oldRecords.map((record) => [record.path, record]));
   const outputs = _sorted(input.outputs);
-  const blockers = outputs.flatMap((output) => {
-    const flags = { recorded: byPath.has(output.path), legacy: old === null };
-    const blocker = _blocker(view, output.path, flags);
-    return blocker === null ? [] : [blocker];
-  });
-  if (blockers.length > 0) return blockedPlan(input, blockers);
-
-  const scope: Scope = { input, view, context: _context(input) };
-  const planned = outputs.map((output) => _planOutput(scope, output, byPath.get(output.path)));
   const plannedPaths = new Set(outputs.map((output) => output.path));
   const omitted =
     input.workflow === "replacement"
       ? oldRecords.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
       : [];
   const omittedPaths = new Set(omitted.map((record) => record.path));
+  const clearing: Clearing = { view, omitted: omittedPaths, first: new Set() };
+  const blockers = outputs.flatMap((output) => {
+    const flags = { recorded: byPath.has(output.path), legacy: old === null };
+    const blocker = _blocker(clearing, output.path, flags);
+    return blocker === null ? [] : [blocker];
+  });
+  if (blockers.length > 0) return blockedPlan(input, blockers);
+
+  const scope: Scope = { input, view, context: _context(input) };
+  const planned = outputs.map((output) => _planOutput(scope, output, byPath.get(output.path)));
   const kept = oldRecords.filter((r) => !plannedPaths.has(r.path) && !omittedPaths.has(r.path));
   const changes = [...planned.map((p) => p.change), ...omitted.map((r) => _deleteChange(view, r))];
   // Planned changes follow the sorted outputs already; only deletes need merging in.
@@ -122,6 +133,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
       error: null,
       changes,
       deletes: [],
+      deletesFirst: [],
       claimState: null,
       finalState: null,
     };
@@ -132,6 +144,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     error: null,
     changes,
     deletes: omitted.map((r) => r.path).filter((path) => _deletable(view, path)),
+    deletesFirst: [...clearing.first].sort(compareUtf8),
     claimState: _claim(input, old, created),
     finalState: _state(input, old?.created_at ?? input.now, [
       ...kept,
@@ -230,11 +243,12 @@ function _planOutput(
  * state, which marks the root as ours (SPEC §5).
  */
 function _blocker(
-  view: StorageView,
+  clearing: Clearing,
   path: string,
   flags: { recorded: boolean; legacy: boolean },
 ): Blocker | null {
-  const structural = structuralBlocker(view, path);
+  const { view } = clearing;
+  const structural = _structuralUnlessCleared(clearing, path);
   if (structural !== null || flags.recorded) return structural;
   const entry = view.entries.get(path);
   if (entry === undefined) return null;
@@ -245,6 +259,38 @@ function _blocker(
     why: entry.type === "file" ? "a file not recorded in the state" : "a special file",
     unsafe: false,
   };
+}
+
+/** Omitted outputs that this run deletes anyway, and which of them must go before the writes. */
+interface Clearing {
+  view: StorageView;
+  omitted: ReadonlySet<string>;
+  /** Filled in: deletes that clear the way for an output (RunPlan.deletesFirst). */
+  first: Set<string>;
+}
+
+/**
+ * The structural blocker of `path` (see structuralBlocker), unless it is made
+ * only of outputs this replacement omits and deletes anyway: a file of ours
+ * where `path` needs a folder, or a folder holding only files of ours where
+ * `path` is to be a file. Deleting those first clears the way, so they are
+ * added to `clearing.first` instead. Symlinks and anything not ours still block.
+ */
+function _structuralUnlessCleared(clearing: Clearing, path: string): Blocker | null {
+  const { view, omitted, first } = clearing;
+  const blocker = structuralBlocker(view, path);
+  if (blocker === null || blocker.unsafe) return blocker;
+  if (blocker.path !== path) {
+    // A file (of any kind) at an ancestor: nothing else can sit below a file.
+    if (!omitted.has(blocker.path)) return blocker;
+    first.add(blocker.path);
+    return null;
+  }
+  const prefix = `${path}/`;
+  const inside = [...view.entries.values()].filter((entry) => entry.path.startsWith(prefix));
+  if (!inside.every((entry) => entry.type === "file" && omitted.has(entry.path))) return blocker;
+  for (const entry of inside) first.add(entry.path);
+  return null;
 }
 
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {

@@ -62,6 +62,13 @@ export interface RunPlan {
    */
   deletes: string[];
   /**
+   * The part of `deletes` that must go before any output is written, because an
+   * output needs its place (replacement): an omitted file where an output needs
+   * a folder (`docs` → `docs/index.html`), or the omitted files inside a folder
+   * an output replaces with a file. Sorted by path; empty otherwise.
+   */
+  deletesFirst: string[];
+  /**
    * The state written before any output (crash safety): claims every path about
    * to be written, keeps the old record (old digest, old owner) of overwritten
    * paths and the records of paths about to be deleted. Null when nothing is written.
