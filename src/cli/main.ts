@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { DistributorError } from "../errors.js";
-import { installSignalHandlers } from "../execution/locks.js";
+import { installSignalHandlers, interruptedExitCode } from "../execution/locks.js";
 import { run } from "../execution/run.js";
 import { status } from "../execution/status.js";
 import { validate } from "../execution/validate.js";
@@ -32,6 +32,13 @@ interface CommonFlags {
 
 /** Run the CLI; resolves to the exit code. Never throws. */
 export async function main(argv: readonly string[]): Promise<number> {
+  const code = await dispatch(argv);
+  // Interrupted: the signal's exit code, even when the run then failed because
+  // its writes were stopped (the report on stderr says so).
+  return interruptedExitCode() ?? code;
+}
+
+async function dispatch(argv: readonly string[]): Promise<number> {
   // distributor supports Node.js 20 (SPEC §13); the AWS SDK's notice that its
   // future releases will not is for SDK maintainers, not for our users' stderr.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";

@@ -3,7 +3,9 @@
  * return, thrown error, SIGINT, SIGTERM) releases them. The CLI installs the
  * signal handlers; library callers get release-on-error from `withLocks`.
  */
+
 import type { LockHandle, StorageDriver } from "../storage/driver.js";
+import { stopWrites } from "../storage/filesystem.js";
 
 /**
  * Locks held or being taken. An acquisition is registered before it starts: the
@@ -64,10 +66,21 @@ export async function releaseAllLocks(): Promise<void> {
 }
 
 let handlersInstalled = false;
+let signalExitCode: number | null = null;
 
 /**
- * On SIGINT/SIGTERM: release held locks, then exit with 128+signal. The plan's
- * crash-safe ordering makes an interrupted run converge on the next plain run.
+ * 128+signal once SIGINT/SIGTERM was received, else null. A run that fails
+ * because its writes were stopped by the signal still exits with this code.
+ */
+export function interruptedExitCode(): number | null {
+  return signalExitCode;
+}
+
+/**
+ * On SIGINT/SIGTERM: stop filesystem writes (worker threads included), release
+ * held locks, then exit with 128+signal. Writes stop first so that nothing is
+ * written under a root once its lock is gone. The plan's crash-safe ordering
+ * makes an interrupted run converge on the next plain run.
  */
 export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => void): void {
   if (handlersInstalled) return;
@@ -77,8 +90,11 @@ export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => voi
     ["SIGTERM", 143],
   ] as const) {
     process.once(signal, () => {
+      signalExitCode = code;
       onSignal?.(signal);
-      void releaseAllLocks().finally(() => process.exit(code));
+      void stopWrites()
+        .then(releaseAllLocks)
+        .finally(() => process.exit(code));
     });
   }
 }

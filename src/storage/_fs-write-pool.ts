@@ -98,10 +98,12 @@ class WritePool {
   }
 
   #settle(entry: PoolWorker, answer: SmallWriteAnswer): void {
+    // Counted even for a write already given up on, so an idle worker never
+    // keeps the process alive.
+    if (--entry.inFlight === 0) entry.worker.unref();
     const pending = this.#pending.get(answer.id);
     if (!pending) return;
     this.#pending.delete(answer.id);
-    if (--entry.inFlight === 0) entry.worker.unref();
     if ("token" in answer) {
       pending.resolve(answer.token);
       return;
@@ -121,10 +123,43 @@ class WritePool {
       pending.reject(new PoolUnavailable());
     }
   }
+
+  /** Stop every worker; a write in progress finishes its current system call first. */
+  async stop(): Promise<void> {
+    this.#broken = true;
+    await Promise.allSettled(this.#workers.map(({ worker }) => worker.terminate()));
+    for (const [id, pending] of this.#pending) {
+      this.#pending.delete(id);
+      pending.reject(stoppedError());
+    }
+  }
 }
 
 let pool: WritePool | undefined;
 let smallWrites = 0;
+let stopped = false;
+
+function stoppedError(): DistributorError {
+  return new DistributorError(
+    "storage_error",
+    "Writing stopped: the process is exiting on a signal. Run again to finish.",
+  );
+}
+
+/** Throws once `stopWrites` has been called: no new write may start. */
+export function assertWritesAllowed(): void {
+  if (stopped) throw stoppedError();
+}
+
+/**
+ * Stop all filesystem writes of this process: no new write starts, and writes
+ * in flight on worker threads end. Signal handlers call this before releasing
+ * the lock, so that nothing is written under a root after its lock is gone.
+ */
+export async function stopWrites(): Promise<void> {
+  stopped = true;
+  await pool?.stop();
+}
 
 /**
  * The pool to send a small write to, or null to write it in-thread (too few

@@ -28,7 +28,12 @@ import {
   storageError,
   unsafeAncestorError,
 } from "./_fs-paths.js";
-import { PoolUnavailable, type SmallWrite, writePool } from "./_fs-write-pool.js";
+import {
+  assertWritesAllowed,
+  PoolUnavailable,
+  type SmallWrite,
+  writePool,
+} from "./_fs-write-pool.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
 
 /** The mode `open(..., "wx")` gives a new file under this process's umask. */
@@ -58,6 +63,7 @@ export async function writeAtomic(
   relPath: string,
   options: { content: OutputContent } & WriteOptions,
 ): Promise<VersionToken> {
+  assertWritesAllowed();
   const target = resolveInside(root, relPath);
   if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
     return writeSmall({ root, relPath, target, content: options.content });

@@ -31,6 +31,8 @@ import { entryFromStats, walkTree } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
 import type { DeleteResult, StorageDriver, StorageEntry, StoredBytes } from "./driver.js";
 
+export { stopWrites } from "./_fs-write-pool.js";
+
 export interface FilesystemDriverOptions {
   /** Absolute path of the destination root (`<storage.root>/<path>`). It need not exist yet. */
   root: string;

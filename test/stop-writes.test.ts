@@ -1,0 +1,53 @@
+/**
+ * stopWrites (what the CLI's signal handlers call before releasing locks): once
+ * it resolves, nothing more is written under any root by this process, worker
+ * threads included. Its own file: stopping writes is for the whole process.
+ */
+import assert from "node:assert/strict";
+import { readdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+import { DistributorError } from "../src/errors.js";
+import { writePoolSize } from "../src/storage/_fs-write-pool.js";
+import { createFilesystemDriver, stopWrites } from "../src/storage/filesystem.js";
+import { cleanupTempDirs, tempDir } from "./helpers/fixtures.js";
+
+after(cleanupTempDirs);
+
+const bytes = (text: string) => ({ type: "bytes" as const, bytes: new TextEncoder().encode(text) });
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const names = await readdir(dir, { recursive: true, withFileTypes: true });
+  return names
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+test("after stopWrites, no write lands and none starts", async () => {
+  const root = path.join(await tempDir("distributor-stop-"), "root");
+  const driver = createFilesystemDriver({ root });
+  // Enough small writes for the pool to take over, then many more in flight.
+  for (let i = 0; i < 100; i++) await driver.write(`warm/f${i}.txt`, bytes(`${i}`));
+  if (os.availableParallelism() >= 2) assert.ok(writePoolSize() >= 2, "the pool took over");
+  const landed: string[] = [];
+  const inFlight = Array.from({ length: 2000 }, (_, i) => `d${i % 50}/f${i}.txt`).map((p) =>
+    driver.write(p, bytes(p)).then(
+      () => landed.push(p),
+      (error: unknown) => {
+        assert.ok(error instanceof DistributorError, String(error));
+        assert.equal(error.code, "storage_error");
+      },
+    ),
+  );
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  await stopWrites();
+  const atStop = await filesUnder(root);
+  await Promise.all(inFlight);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.deepEqual(await filesUnder(root), atStop, "nothing was written after the stop");
+  for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);
+  assert.ok(landed.length < 2000, "the stop interrupted the writes");
+  await assert.rejects(driver.write("late.txt", bytes("late")), /Writing stopped/);
+});
