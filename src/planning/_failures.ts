@@ -34,7 +34,7 @@ export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): 
   const message =
     unsafe.length > 0
       ? `${shown.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listed}. distributor never writes through or over symbolic links: replace them with real directories or remove them, or ${_forceHint(input)}`
-      : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)} and are not managed by it: ${listed}. distributor never overwrites content it does not own: move or remove them, or ${_forceHint(input)}`;
+      : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listed}. distributor never overwrites content it does not own, nor an output that stays recorded: move or remove them (with \`workflow: replacement\`, an output of this pipeline and destination that the run omits is deleted first), or ${_forceHint(input)}`;
   return _failed("fail_unmanaged", {
     code: unsafe.length > 0 ? "unsafe_path" : "unmanaged_path",
     message,

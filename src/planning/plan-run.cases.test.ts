@@ -391,6 +391,8 @@ const PER_OUTPUT: Case[] = [
     action: "fail_unmanaged",
     error: "unmanaged_path",
     errorPaths: ["docs"],
+    message:
+      "docs (an output of reports -> site that stays recorded, where docs/page.html needs a directory)",
   },
   {
     name: "replacement: a folder that also holds another owner's file is not cleared",

@@ -130,6 +130,8 @@ export interface Case {
   deletes?: string[];
   deletesFirst?: string[];
   errorPaths?: string[];
+  /** Expected substring of the error message. */
+  message?: string;
   /** Expected reason (substring) per path. */
   reasons?: Record<string, string>;
 }

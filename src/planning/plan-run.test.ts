@@ -44,6 +44,7 @@ describe("planRun: the case table", () => {
       if (c.deletes) assert.deepEqual(plan.deletes, c.deletes);
       assert.deepEqual(plan.deletesFirst, c.deletesFirst ?? []);
       if (c.errorPaths) assert.deepEqual(plan.error?.paths, c.errorPaths);
+      if (c.message) assert.ok(plan.error?.message.includes(c.message), plan.error?.message);
       for (const [path, reason] of Object.entries(c.reasons ?? {})) {
         const change = plan.changes.find((ch) => ch.path === path);
         assert.ok(change?.reason.includes(reason), `${path}: reason was ${change?.reason}`);

@@ -62,7 +62,7 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   if (view.entries.size === 0) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
-  const clearing: Clearing = { view, omitted: new Set(), first: new Set() };
+  const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
   const blockers = _sorted(input.outputs).flatMap((output) => {
     const blocker = _blocker(clearing, output.path, { recorded: false, legacy: false });
     return blocker === null ? [] : [blocker];
@@ -112,7 +112,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
       ? oldRecords.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
       : [];
   const omittedPaths = new Set(omitted.map((record) => record.path));
-  const clearing: Clearing = { view, omitted: omittedPaths, first: new Set() };
+  const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
   const blockers = outputs.flatMap((output) => {
     const flags = { recorded: byPath.has(output.path), legacy: old === null };
     const blocker = _blocker(clearing, output.path, flags);
@@ -264,6 +264,8 @@ function _blocker(
 /** Omitted outputs that this run deletes anyway, and which of them must go before the writes. */
 interface Clearing {
   view: StorageView;
+  /** The old state's records by path, to say when what is in the way is one. */
+  recorded: ReadonlyMap<string, OutputRecord>;
   omitted: ReadonlySet<string>;
   /** Filled in: deletes that clear the way for an output (RunPlan.deletesFirst). */
   first: Set<string>;
@@ -282,7 +284,15 @@ function _structuralUnlessCleared(clearing: Clearing, path: string): Blocker | n
   if (blocker === null || blocker.unsafe) return blocker;
   if (blocker.path !== path) {
     // A file (of any kind) at an ancestor: nothing else can sit below a file.
-    if (!omitted.has(blocker.path)) return blocker;
+    if (!omitted.has(blocker.path)) {
+      const kept = clearing.recorded.get(blocker.path);
+      if (kept === undefined) return blocker;
+      const owner = `${kept.pipeline_id} -> ${kept.destination_id}`;
+      return {
+        ...blocker,
+        why: `an output of ${owner} that stays recorded, where ${path} needs a directory`,
+      };
+    }
     first.add(blocker.path);
     return null;
   }
