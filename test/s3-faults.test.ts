@@ -109,6 +109,34 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
   });
 
+  it("a small PUT to a server that stops answering fails (storage_error) instead of hanging", async (t) => {
+    const server = await ensureS3Server();
+    const proxy = await startFaultProxy(server.endpoint);
+    t.after(() => proxy.close());
+    const bucket = await createTestBucket();
+    t.after(() => removeTestBucket(bucket));
+    const driver = createS3Driver({
+      bucket,
+      prefix: "hung",
+      region: server.region,
+      endpoint: proxy.endpoint,
+      forcePathStyle: true,
+      idleTimeoutMs: 300,
+    });
+    proxy.delayResponses(30_000, { method: "PUT" });
+    const started = Date.now();
+    const body = { type: "bytes" as const, bytes: new TextEncoder().encode("<p>x</p>") };
+    await assert.rejects(driver.write("page.html", body), (error: unknown) => {
+      assert.ok(error instanceof DistributorError, String(error));
+      assert.equal(error.code, "storage_error");
+      assert.match(error.message, /hung\/page\.html: PutObject failed: TimeoutError/);
+      return true;
+    });
+    assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
+    // Every attempt reached the server and was cut, none answered.
+    assert.ok(proxy.requests.filter((r) => r.method === "PUT").length >= 2, "it retried");
+  });
+
   it("a run killed mid-upload reruns cleanly without --force", async (t) => {
     const { proxy, destination } = await proxied(t);
     const ws = await workspace(destination);
