@@ -10,6 +10,7 @@ import type { Owner, PlannedOutput } from "../model.js";
 import { compareUtf8 } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
+import { blockerOf, type Clearing } from "./_blockers.js";
 import { blockedPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
 import {
   decideRecorded,
@@ -18,13 +19,7 @@ import {
   recordDifferences,
   recordFor,
 } from "./_records.js";
-import {
-  type Blocker,
-  type StorageView,
-  storageView,
-  structuralBlocker,
-  viewPaths,
-} from "./_storage-view.js";
+import { type StorageView, storageView, viewPaths } from "./_storage-view.js";
 import type { OutputChange, RunPlan, RunPlanInput } from "./types.js";
 
 export { simulateApplied } from "./simulate.js";
@@ -64,7 +59,7 @@ function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
   const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
   const blockers = _sorted(input.outputs).flatMap((output) => {
-    const blocker = _blocker(clearing, output.path, { recorded: false, legacy: false });
+    const blocker = blockerOf(clearing, output.path, { recorded: false, legacy: false });
     return blocker === null ? [] : [blocker];
   });
   // Nothing planned collides, yet the root holds content that is not ours.
@@ -115,7 +110,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
   const blockers = outputs.flatMap((output) => {
     const flags = { recorded: byPath.has(output.path), legacy: old === null };
-    const blocker = _blocker(clearing, output.path, flags);
+    const blocker = blockerOf(clearing, output.path, flags);
     return blocker === null ? [] : [blocker];
   });
   if (blockers.length > 0) return blockedPlan(input, blockers);
@@ -234,73 +229,6 @@ function _planOutput(
     record: touched,
     recordChanged: true,
   };
-}
-
-/**
- * What in storage stops writing `path`: structural blockers always; a symlink at
- * the path unless it is recorded (then the atomic rename replaces the link itself,
- * never its target); any other entry when it has no record, except under legacy
- * state, which marks the root as ours (SPEC §5).
- */
-function _blocker(
-  clearing: Clearing,
-  path: string,
-  flags: { recorded: boolean; legacy: boolean },
-): Blocker | null {
-  const { view } = clearing;
-  const structural = _structuralUnlessCleared(clearing, path);
-  if (structural !== null || flags.recorded) return structural;
-  const entry = view.entries.get(path);
-  if (entry === undefined) return null;
-  if (entry.type === "symlink") return { path, why: "a symbolic link", unsafe: true };
-  if (flags.legacy) return null;
-  return {
-    path,
-    why: entry.type === "file" ? "a file not recorded in the state" : "a special file",
-    unsafe: false,
-  };
-}
-
-/** Omitted outputs that this run deletes anyway, and which of them must go before the writes. */
-interface Clearing {
-  view: StorageView;
-  /** The old state's records by path, to say when what is in the way is one. */
-  recorded: ReadonlyMap<string, OutputRecord>;
-  omitted: ReadonlySet<string>;
-  /** Filled in: deletes that clear the way for an output (RunPlan.deletesFirst). */
-  first: Set<string>;
-}
-
-/**
- * The structural blocker of `path` (see structuralBlocker), unless it is made
- * only of outputs this replacement omits and deletes anyway: a file of ours
- * where `path` needs a folder, or a folder holding only files of ours where
- * `path` is to be a file. Deleting those first clears the way, so they are
- * added to `clearing.first` instead. Symlinks and anything not ours still block.
- */
-function _structuralUnlessCleared(clearing: Clearing, path: string): Blocker | null {
-  const { view, omitted, first } = clearing;
-  const blocker = structuralBlocker(view, path);
-  if (blocker === null || blocker.unsafe) return blocker;
-  if (blocker.path !== path) {
-    // A file (of any kind) at an ancestor: nothing else can sit below a file.
-    if (!omitted.has(blocker.path)) {
-      const kept = clearing.recorded.get(blocker.path);
-      if (kept === undefined) return blocker;
-      const owner = `${kept.pipeline_id} -> ${kept.destination_id}`;
-      return {
-        ...blocker,
-        why: `an output of ${owner} that stays recorded, where ${path} needs a directory`,
-      };
-    }
-    first.add(blocker.path);
-    return null;
-  }
-  const prefix = `${path}/`;
-  const inside = [...view.entries.values()].filter((entry) => entry.path.startsWith(prefix));
-  if (!inside.every((entry) => entry.type === "file" && omitted.has(entry.path))) return blocker;
-  for (const entry of inside) first.add(entry.path);
-  return null;
 }
 
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
