@@ -8,7 +8,6 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  type PutObjectCommandInput,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { DistributorError, type LockHolder } from "../errors.js";
@@ -20,8 +19,7 @@ import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s
 import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
 import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
-import { putBytes, readSmallFile, SMALL_FILE } from "./_s3-put.js";
-import { type FileUpload, putFile, sourceFileSize, uploadFileMultipart } from "./_s3-upload.js";
+import { sendObject } from "./_s3-write.js";
 import type {
   AcquireLockOptions,
   DeleteResult,
@@ -339,46 +337,22 @@ class S3Driver implements StorageDriver {
     }
   }
 
-  private putParams(path: string, options: WriteOptions): PutObjectCommandInput {
-    return {
-      Bucket: this.bucket,
-      Key: this.key(path),
-      ContentType: options.contentType,
-      Metadata: options.sha256 === undefined ? undefined : { sha256: options.sha256 },
-      // RGW compares If-Match with the raw header value, so the token goes unquoted.
-      IfNoneMatch: options.ifMatch === null ? "*" : undefined,
-      IfMatch: typeof options.ifMatch === "string" ? options.ifMatch : undefined,
-    };
-  }
-
-  private async send(
+  private send(
     path: string,
     content: OutputContent,
     options: WriteOptions,
   ): Promise<string | undefined> {
-    const params = this.putParams(path, options);
-    const putSmall = (bytes: Uint8Array) =>
-      options.ifMatch === undefined
-        ? this.directPut.put(
-            { key: params.Key as string, contentType: options.contentType, sha256: options.sha256 },
-            bytes,
-          )
-        : putBytes(this.client, params, bytes);
-    if (content.type === "bytes") return putSmall(content.bytes);
-    const upload: FileUpload = {
+    const target = {
       client: this.client,
-      params,
-      absPath: content.absPath,
-      location: this.location(path),
+      directPut: this.directPut,
+      bucket: this.bucket,
+      key: this.key(path),
       path,
+      location: this.location(path),
+      multipartThreshold: this.multipartThreshold,
+      checkPrecondition: () => this.checkPrecondition(path, options),
     };
-    const small = readSmallFile(upload, Math.min(SMALL_FILE, this.multipartThreshold));
-    if (small !== null) return putSmall(small);
-    if ((await sourceFileSize(upload)) < this.multipartThreshold) return putFile(upload);
-    // RGW ignores conditions on CompleteMultipartUpload, so check them up front too
-    // (best effort; AWS enforces them on completion).
-    if (options.ifMatch !== undefined) await this.checkPrecondition(path, options);
-    return uploadFileMultipart(upload, this.multipartThreshold);
+    return sendObject(target, content, options);
   }
 
   private conflict(path: string, options: WriteOptions, cause: unknown): DistributorError {

@@ -1,0 +1,72 @@
+/**
+ * How the S3 driver sends an object's bytes: small content as one PUT (the
+ * direct path when unconditional, the SDK when conditional), a larger file
+ * streamed as one PutObject, and from the multipart threshold on a multipart
+ * upload. Classifying failures stays with the driver.
+ */
+import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
+import type { OutputContent } from "../model.js";
+import type { DirectPut } from "./_s3-direct-put.js";
+import { putBytes, readSmallFile, SMALL_FILE } from "./_s3-put.js";
+import { type FileUpload, putFile, sourceFileSize, uploadFileMultipart } from "./_s3-upload.js";
+import type { WriteOptions } from "./driver.js";
+
+/** One object to write and what writing it needs. */
+export interface ObjectTarget {
+  client: S3Client;
+  directPut: DirectPut;
+  bucket: string;
+  key: string;
+  /** Driver path, for errors. */
+  path: string;
+  /** `s3://bucket/key`, for errors. */
+  location: string;
+  multipartThreshold: number;
+  /**
+   * Verifies `ifMatch` by reading the current version. Called before a
+   * conditional multipart upload: RGW ignores conditions on
+   * CompleteMultipartUpload (best effort; AWS enforces them on completion).
+   */
+  checkPrecondition: () => Promise<void>;
+}
+
+function putParams(target: ObjectTarget, options: WriteOptions): PutObjectCommandInput {
+  return {
+    Bucket: target.bucket,
+    Key: target.key,
+    ContentType: options.contentType,
+    Metadata: options.sha256 === undefined ? undefined : { sha256: options.sha256 },
+    // RGW compares If-Match with the raw header value, so the token goes unquoted.
+    IfNoneMatch: options.ifMatch === null ? "*" : undefined,
+    IfMatch: typeof options.ifMatch === "string" ? options.ifMatch : undefined,
+  };
+}
+
+/** Send `content` as the object; returns the ETag the server gave, maybe absent. */
+export async function sendObject(
+  target: ObjectTarget,
+  content: OutputContent,
+  options: WriteOptions,
+): Promise<string | undefined> {
+  const params = putParams(target, options);
+  const putSmall = (bytes: Uint8Array) =>
+    options.ifMatch === undefined
+      ? target.directPut.put(
+          { key: target.key, contentType: options.contentType, sha256: options.sha256 },
+          bytes,
+        )
+      : putBytes(target.client, params, bytes);
+  if (content.type === "bytes") return putSmall(content.bytes);
+  const upload: FileUpload = {
+    client: target.client,
+    params,
+    absPath: content.absPath,
+    location: target.location,
+    path: target.path,
+  };
+  const small = readSmallFile(upload, Math.min(SMALL_FILE, target.multipartThreshold));
+  if (small !== null) return putSmall(small);
+  if ((await sourceFileSize(upload)) < target.multipartThreshold) return putFile(upload);
+  if (options.ifMatch !== undefined) await target.checkPrecondition();
+  return uploadFileMultipart(upload, target.multipartThreshold);
+}
