@@ -2,8 +2,9 @@
 import { availableParallelism } from "node:os";
 
 /**
- * Default bound for file work (hashing, rendering): enough to keep a disk busy,
- * few enough that a bundle of thousands of files never holds thousands of handles.
+ * Default bound for I/O on many files (destination checks, deletes): enough to
+ * keep a disk or a connection pool busy, few enough that thousands of files never
+ * hold thousands of handles.
  */
 export const FILE_CONCURRENCY = Math.min(8, Math.max(4, availableParallelism()));
 

@@ -83,7 +83,8 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.equal(again.json.results[0]?.action, "skip_same");
   });
 
-  it("a server that stops answering fails the request (storage_error) instead of hanging", async (t) => {
+  /** A driver on a fresh bucket behind a fault proxy, giving up after 300 ms of silence. */
+  async function hungDriver(t: { after: (fn: () => unknown) => void }) {
     const server = await ensureS3Server();
     const proxy = await startFaultProxy(server.endpoint);
     t.after(() => proxy.close());
@@ -97,6 +98,11 @@ describe("S3 under faults", { concurrency: 3 }, () => {
       forcePathStyle: true,
       idleTimeoutMs: 300,
     });
+    return { proxy, bucket, driver };
+  }
+
+  it("a server that stops answering fails the request (storage_error) instead of hanging", async (t) => {
+    const { proxy, bucket, driver } = await hungDriver(t);
     proxy.delayResponses(30_000);
     const started = Date.now();
     await assert.rejects(driver.list(), (error: unknown) => {
@@ -110,19 +116,7 @@ describe("S3 under faults", { concurrency: 3 }, () => {
   });
 
   it("a small PUT to a server that stops answering fails (storage_error) instead of hanging", async (t) => {
-    const server = await ensureS3Server();
-    const proxy = await startFaultProxy(server.endpoint);
-    t.after(() => proxy.close());
-    const bucket = await createTestBucket();
-    t.after(() => removeTestBucket(bucket));
-    const driver = createS3Driver({
-      bucket,
-      prefix: "hung",
-      region: server.region,
-      endpoint: proxy.endpoint,
-      forcePathStyle: true,
-      idleTimeoutMs: 300,
-    });
+    const { proxy, driver } = await hungDriver(t);
     proxy.delayResponses(30_000, { method: "PUT" });
     const started = Date.now();
     const body = { type: "bytes" as const, bytes: new TextEncoder().encode("<p>x</p>") };

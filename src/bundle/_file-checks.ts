@@ -22,7 +22,8 @@ const READ_CHUNK = 1024 * 1024;
 // O_NONBLOCK so that a FIFO planted in a bundle cannot hang the open.
 const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-function errorCode(error: unknown): string | undefined {
+/** The errno code of a Node.js fs error (`ENOENT`...), if any. */
+export function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 

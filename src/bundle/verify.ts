@@ -9,16 +9,12 @@ import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
-import { FileChecker } from "./_file-checks.js";
+import { errorCode, FileChecker } from "./_file-checks.js";
 import { type CheckOptions, checkFiles } from "./_parallel-checks.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
 // O_NONBLOCK so that a FIFO planted in a bundle cannot hang the open.
 const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-function errorCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code;
-}
 
 async function resolveBundleDir(dir: string): Promise<string> {
   const absolute = path.resolve(dir);
