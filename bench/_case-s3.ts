@@ -7,10 +7,11 @@
  * objects in a few GiB of RAM and stalls when that fills up.
  */
 
+import { rmSync } from "node:fs";
 import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createS3Driver } from "../src/storage/s3.js";
-import { type BenchCase, distributorRun, writeConfig } from "./_kit.js";
+import { type BenchCase, distributorRun, renderCacheDir, writeConfig } from "./_kit.js";
 import type { Workload } from "./workload.js";
 
 const BUCKET = "distributor-bench";
@@ -76,6 +77,8 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
       label: "distributor",
       before: () => {
         sample++;
+        // A fresh publish of a new bundle: nothing rendered before.
+        rmSync(renderCacheDir(work), { recursive: true, force: true });
         writeConfig(config, {
           source: s().dir,
           storage: {
@@ -88,7 +91,7 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
           path: `distributor-${sample}`,
         });
       },
-      command: () => distributorRun(config),
+      command: () => distributorRun(config, renderCacheDir(work)),
     },
     comparisons: [
       {

@@ -16,6 +16,7 @@ import {
   hashContender,
   REPO_ROOT,
   rcloneLocal,
+  renderCacheDir,
   writeConfig,
 } from "./_kit.js";
 import {
@@ -52,18 +53,26 @@ function freshPublish(work: string, source: () => Workload, root: string): Conte
       source: source().dir,
       storage: { type: "filesystem", root },
     });
+  const cache = renderCacheDir(work);
   return {
     label: "distributor",
-    before: () => rmSync(root, { recursive: true, force: true }),
-    command: () => distributorRun(config()),
+    before: () => {
+      rmSync(root, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
+    },
+    command: () => distributorRun(config(), cache),
   };
 }
 
-/** Publish `source` into `root` once, untimed, so that reruns have a state to compare with. */
-function publishOnce(config: string, root: string, source?: string): void {
+/**
+ * Publish `source` into `root` once, untimed, so that reruns have a state to
+ * compare with (and a render cache: the one `work`'s runs use).
+ */
+function publishOnce(work: string, config: string, root: string, source?: string): void {
   rmSync(root, { recursive: true, force: true });
-  const { cmd, args } = distributorRun(config, source);
-  execFileSync(cmd, args, { stdio: "inherit", cwd: REPO_ROOT });
+  rmSync(renderCacheDir(work), { recursive: true, force: true });
+  const { cmd, args, env } = distributorRun(config, renderCacheDir(work), source);
+  execFileSync(cmd, args, { stdio: "inherit", cwd: REPO_ROOT, env });
 }
 
 function freshCase(
@@ -109,10 +118,10 @@ function unchangedCase(
     title,
     unit: "s",
     runs: 3,
-    setup: () => publishOnce(config(), root),
+    setup: () => publishOnce(work, config(), root),
     subject: {
       label: "distributor (skip_same)",
-      command: () => distributorRun(config()),
+      command: () => distributorRun(config(), renderCacheDir(work)),
       check: expectWritten(root, 0),
     },
     comparisons: [{ anchor: hashContender(() => set().dir), target: "≤ 1.15×", ratioMax: 1.15 }],
@@ -171,21 +180,21 @@ function caseThree(m: () => Workload): BenchCase {
     setup: () => {
       variants.push(changedVariant(m(), "a"), changedVariant(m(), "b"));
       writeConfig(config, { source: m().dir, storage: { type: "filesystem", root } });
-      publishOnce(config, root, variants[0]?.dir);
+      publishOnce(work, config, root, variants[0]?.dir);
     },
     subject: {
       label: "distributor (1 changed)",
       before: () => {
         current = 1 - current;
       },
-      command: () => distributorRun(config, variants[current]?.dir),
+      command: () => distributorRun(config, renderCacheDir(work), variants[current]?.dir),
       check: expectWritten(root, 2),
     },
     comparisons: [
       {
         anchor: {
           label: "distributor unchanged (case 2)",
-          command: () => distributorRun(config, variants[current]?.dir),
+          command: () => distributorRun(config, renderCacheDir(work), variants[current]?.dir),
         },
         target: "≤ 1.2×",
         ratioMax: 1.2,

@@ -68,11 +68,25 @@ export function writeConfig(
   return file;
 }
 
-/** `distributor run --quiet` with `config`, optionally with `--source`. */
-export function distributorRun(config: string, source?: string): Command {
+/**
+ * The render cache of a case's runs (never the user's own): `cacheDir` for
+ * reruns, which find what the run before them rendered, as on any machine that
+ * publishes repeatedly; emptied before each sample of a fresh publish, which
+ * stands for the first publish of a new bundle.
+ */
+export function renderCacheDir(work: string): string {
+  return path.join(work, "render-cache");
+}
+
+/** `distributor run --quiet` with `config`, optionally with `--source`, and the render cache in `cacheDir`. */
+export function distributorRun(config: string, cacheDir: string, source?: string): Command {
   const args = [path.join(REPO_ROOT, "bin/distributor.js"), "run", "--config", config, "--quiet"];
   if (source) args.push("--source", source);
-  return { cmd: process.execPath, args };
+  return {
+    cmd: process.execPath,
+    args,
+    env: { ...process.env, DISTRIBUTOR_CACHE: "on", DISTRIBUTOR_CACHE_DIR: cacheDir },
+  };
 }
 
 /** Hashing alone: SHA-256 of every file of `dir`, by coreutils. */

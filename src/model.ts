@@ -43,6 +43,17 @@ export type OutputContent =
   | { type: "file"; absPath: string }
   | { type: "bytes"; bytes: Uint8Array };
 
+/**
+ * A generated output whose digest came from the render cache: its bytes are
+ * produced (re-read, re-verified, rendered) only if it has to be written, by
+ * `renderDeferred` in transform/planned-outputs.ts, before anything is written.
+ * Storage drivers never see this kind.
+ */
+export interface DeferredContent {
+  type: "deferred";
+  produce: () => Uint8Array;
+}
+
 /** An output the pipeline wants at the destination, with the digest of its bytes. */
 export interface PlannedOutput {
   /** Clean destination-bundle-relative path. */
@@ -57,7 +68,7 @@ export interface PlannedOutput {
   size: number;
   /** Content-Type to store (S3); from the manifest's media_type or the extension. */
   mediaType?: string;
-  content: OutputContent;
+  content: OutputContent | DeferredContent;
 }
 
 /** The (pipeline_id, destination_id) pair that owns catalog records. */

@@ -89,6 +89,10 @@ async function writeOutputs(
     writes,
     async (change) => {
       const output = change.output as PlannedOutput;
+      if (output.content.type === "deferred") {
+        // run() renders every deferred output it will write before planning is final.
+        throw new Error(`${output.path}: deferred content reached the executor`);
+      }
       await driver.write(output.path, output.content, {
         contentType: output.mediaType,
         sha256: output.sha256,

@@ -15,7 +15,8 @@ import { bytesToWrite, type PairResult, type RunReport } from "../reporting/repo
 import { openDestination } from "../storage/create-driver.js";
 import type { StorageDriver, StorageEntry, VersionToken } from "../storage/driver.js";
 import { formatTimestamp } from "../timestamps.js";
-import { planOutputs } from "../transform/planned-outputs.js";
+import { planOutputs, renderDeferred } from "../transform/planned-outputs.js";
+import { RenderCache } from "../transform/render-cache.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import { applyPlan } from "./apply-plan.js";
 import { withLocks } from "./locks.js";
@@ -78,15 +79,21 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     pipelines: options.pipelines,
     destinations: options.destinations,
   });
-  const sources = await prepareSources(pairs, options.source);
-  const groups = await groupByRoot(pairs);
-  const body = () => planAndApply(groups, sources, options);
-  if (options.dryRun) return body();
-  return withLocks(
-    groups.map((group) => group.driver),
-    body,
-    { onWarning: options.onWarning },
-  );
+  const renderCache = RenderCache.fromEnv(options.env ?? process.env);
+  try {
+    const sources = await prepareSources(pairs, options.source, renderCache);
+    const groups = await groupByRoot(pairs);
+    const body = () => planAndApply(groups, sources, options);
+    if (options.dryRun) return await body();
+    return await withLocks(
+      groups.map((group) => group.driver),
+      body,
+      { onWarning: options.onWarning },
+    );
+  } finally {
+    // A dry run writes nothing, not even the cache (it still reads it).
+    if (!options.dryRun) renderCache?.save();
+  }
 }
 
 function configOptions(options: RunOptions) {
@@ -97,6 +104,7 @@ function configOptions(options: RunOptions) {
 async function prepareSources(
   pairs: readonly SelectedPair[],
   sourceOverride: string | undefined,
+  renderCache: RenderCache | undefined,
 ): Promise<Map<string, PreparedSource>> {
   const prepared = new Map<string, PreparedSource>();
   for (const { pipeline } of pairs) {
@@ -110,7 +118,7 @@ async function prepareSources(
     }
     const bundle = await openBundle(dir);
     // Verifies the bundle while it renders (see planOutputs).
-    const outputs = await planOutputs(bundle, pipeline);
+    const outputs = await planOutputs(bundle, pipeline, { renderCache });
     prepared.set(pipeline.id, { identity: bundle.identity, outputs });
   }
   return prepared;
@@ -146,13 +154,25 @@ async function planAndApply(
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions,
 ): Promise<RunReport> {
-  const now = formatTimestamp((options.now ?? (() => new Date()))());
-  const plannedGroups: PlannedGroup[] = [];
-  for (const group of groups) {
-    plannedGroups.push(await planGroup(group, sources, { ...options, nowText: now }));
+  const nowText = formatTimestamp((options.now ?? (() => new Date()))());
+  const planAll = async () => {
+    const planned: PlannedGroup[] = [];
+    for (const group of groups)
+      planned.push(await planGroup(group, sources, { ...options, nowText }));
+    return planned;
+  };
+  let plannedGroups = await planAll();
+  let all = plannedGroups.flatMap((entry) => entry.pairs);
+  let failing = all.some((entry) => entry.plan.action.startsWith("fail_"));
+  // Outputs planned from the render cache are rendered before anything is
+  // written, if they are to be written. One whose digest differs from the
+  // cached one (a cache that was wrong) is planned again with the truth; each
+  // round renders at least one more output, so this ends.
+  while (!failing && !options.dryRun && renderWrites(all)) {
+    plannedGroups = await planAll();
+    all = plannedGroups.flatMap((entry) => entry.pairs);
+    failing = all.some((entry) => entry.plan.action.startsWith("fail_"));
   }
-  const all = plannedGroups.flatMap((entry) => entry.pairs);
-  const failing = all.some((entry) => entry.plan.action.startsWith("fail_"));
   if (failing || options.dryRun) {
     return report(
       all.map((entry) => pairResult(entry, sources, { applied: false })),
@@ -161,6 +181,19 @@ async function planAndApply(
     );
   }
   return report(await applyGroups(plannedGroups, sources, options), true, options);
+}
+
+/** Render the deferred outputs that the plans write; true if one differed from its cached digest. */
+function renderWrites(pairs: readonly PlannedPair[]): boolean {
+  let differed = false;
+  for (const { plan } of pairs) {
+    for (const change of plan.changes) {
+      if ((change.change === "create" || change.change === "update") && change.output) {
+        if (renderDeferred(change.output)) differed = true;
+      }
+    }
+  }
+  return differed;
 }
 
 async function planGroup(

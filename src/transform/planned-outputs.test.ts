@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import picomatch from "picomatch";
@@ -9,7 +11,8 @@ import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
-import { mediaTypeFor, planOutputs } from "./planned-outputs.js";
+import { mediaTypeFor, planOutputs, renderDeferred } from "./planned-outputs.js";
+import { RenderCache } from "./render-cache.js";
 
 function globs(patterns: string[]): (p: string) => boolean {
   const matchers = patterns.map((glob) => picomatch(glob, { dot: true }));
@@ -308,6 +311,77 @@ describe("planOutputs", () => {
       strip(await planOutputs(bundle, pipeline())),
       strip(await planOutputs(bundle, pipeline())),
     );
+  });
+});
+
+describe("planOutputs with a render cache", () => {
+  const files = { "a.md": "# A\n\n[b](b.md)\n", "b.md": "# B\n", "c.txt": "c" };
+
+  async function planTwice(config = pipeline()) {
+    const renderCache = new RenderCache(mkdtempSync(path.join(tmpdir(), "distributor-cache-")));
+    const bundle = await openBundle(await writeTestBundle(files));
+    const rendered = await planOutputs(bundle, config, { renderCache });
+    const cached = await planOutputs(bundle, config, { renderCache });
+    return { bundle, rendered, cached, renderCache };
+  }
+
+  test("documents rendered before are planned with their cached digest and rendered only on demand", async () => {
+    const { rendered, cached } = await planTwice();
+    assert.deepEqual(
+      cached.map((o) => [o.path, o.sha256, o.size]),
+      rendered.map((o) => [o.path, o.sha256, o.size]),
+    );
+    assert.deepEqual(
+      cached.map((o) => o.content.type),
+      ["deferred", "deferred", "file"],
+    );
+    for (const [index, output] of cached.entries()) {
+      if (output.kind !== "generated") continue;
+      assert.equal(renderDeferred(output), false, "same digest as cached");
+      assert.equal(text(output), text(rendered[index]));
+      assert.equal(renderDeferred(output), false, "rendered once");
+    }
+  });
+
+  test("a cached digest that is wrong is corrected when the output is rendered", async () => {
+    const { cached } = await planTwice();
+    const a = cached[0] as PlannedOutput;
+    const truth = { sha256: a.sha256, size: a.size };
+    a.sha256 = `sha256:${"0".repeat(64)}`;
+    assert.equal(renderDeferred(a), true);
+    assert.deepEqual({ sha256: a.sha256, size: a.size }, truth);
+  });
+
+  test("a cache entry does not outlive a change of allow_html", async () => {
+    const { bundle, renderCache } = await planTwice();
+    const other = pipeline({ transforms: [markdownTransform({ allowHtml: true })] });
+    const outputs = await planOutputs(bundle, other, { renderCache });
+    assert.deepEqual(
+      outputs.map((o) => o.content.type),
+      ["bytes", "bytes", "file"],
+    );
+  });
+
+  test("a source that changes after planning is refused when the output is rendered", async () => {
+    const { bundle, cached } = await planTwice();
+    await writeFile(path.join(bundle.dir, "b.md"), "# B, changed\n");
+    const b = cached[1] as PlannedOutput;
+    const error = await expectError(
+      Promise.resolve().then(() => renderDeferred(b)),
+      "source_invalid",
+    );
+    assert.match(error.message, /b\.md: size 13 != 4/);
+    assert.equal(b.content.type, "deferred", "nothing rendered from the changed file");
+  });
+
+  test("a bundle that fails verification fails with a warm cache too", async () => {
+    const { bundle, renderCache } = await planTwice();
+    await writeFile(path.join(bundle.dir, "a.md"), "# A\n\n[b](b.md)\n".toUpperCase());
+    const error = await expectError(
+      planOutputs(bundle, pipeline(), { renderCache }),
+      "source_invalid",
+    );
+    assert.deepEqual(error.paths, ["a.md"]);
   });
 });
 

@@ -5,6 +5,7 @@
  * compares it with each destination's state.
  */
 import path from "node:path";
+import { FileChecker } from "../bundle/_file-checks.js";
 import type { CheckOptions } from "../bundle/_parallel-checks.js";
 import { verifyFiles } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
@@ -15,6 +16,7 @@ import { ancestorsOf, cleanPathProblem, compareUtf8 } from "../paths.js";
 import { createLinkRewriter, derivedHtmlPath } from "./links.js";
 import { renderMarkdownToHtml } from "./markdown-to-html.js";
 import { HTML_MEDIA_TYPE, mediaTypeFor } from "./media-types.js";
+import { type CachedRender, type RenderCache, renderKeys } from "./render-cache.js";
 
 export { mediaTypeFor } from "./media-types.js";
 
@@ -159,6 +161,16 @@ function layoutOf(bundle: SourceBundle, pipeline: PipelineConfig): Layout {
   return { sources, transforms, transformed };
 }
 
+export interface PlanOutputsOptions extends CheckOptions {
+  /**
+   * Digests of documents rendered before (see render-cache.ts). A document
+   * found there is not rendered here: its output gets the cached digest and a
+   * deferred content, rendered by `renderDeferred` if it has to be written.
+   * Documents rendered here are added to it.
+   */
+  renderCache?: RenderCache;
+}
+
 /**
  * Verify `bundle` (SPEC §2, see verifyFiles) and plan the outputs of `pipeline`
  * for it (SPEC §3). Each manifest file selected by the pipeline's
@@ -171,7 +183,8 @@ function layoutOf(bundle: SourceBundle, pipeline: PipelineConfig): Layout {
  * Markdown is rendered on this thread from the very bytes that were verified,
  * one file at a time, while worker threads verify the other files: the two
  * costs overlap instead of adding up. Nothing rendered is used unless the
- * whole bundle verifies.
+ * whole bundle verifies. Documents in the render cache are verified with the
+ * other files and not rendered.
  *
  * @throws DistributorError `source_invalid` listing every bad file (first: a
  *   bad bundle is reported before anything planned from it);
@@ -182,7 +195,7 @@ function layoutOf(bundle: SourceBundle, pipeline: PipelineConfig): Layout {
 export async function planOutputs(
   bundle: SourceBundle,
   pipeline: PipelineConfig,
-  options: CheckOptions = {},
+  options: PlanOutputsOptions = {},
 ): Promise<PlannedOutput[]> {
   let layout: Layout | undefined;
   let layoutError: unknown;
@@ -191,21 +204,124 @@ export async function planOutputs(
   } catch (error) {
     layoutError = error;
   }
+  const { renderCache } = options;
+  const cache =
+    layout && renderCache ? cacheLookup(bundle, pipeline.id, layout, renderCache) : undefined;
+  const renderHere = new Set(layout?.transforms.keys());
+  for (const sourcePath of cache?.hits.keys() ?? []) renderHere.delete(sourcePath);
   const generated: PlannedOutput[] = [];
   await verifyFiles(bundle, {
     ...options,
-    readHere: new Set(layout?.transforms.keys()),
+    readHere: renderHere,
     onContent: (file, content) => {
-      const { transforms, transformed } = layout as Layout;
-      const config = transforms.get(file.path) as TransformConfig;
-      const bytes = renderMarkdownToHtml(content, {
-        fileName: file.path,
-        allowHtml: config.allowHtml,
-        rewriteLink: createLinkRewriter(file.path, transformed),
-      });
-      generated.push(generatedOutput(file, transformed.get(file.path) as string, config, bytes));
+      const rendered = render(file, content, layout as Layout);
+      cache?.record(file.path, rendered);
+      generated.push(rendered);
     },
   });
   if (!layout) throw layoutError;
+  for (const { file, render } of cache?.hits.values() ?? []) {
+    generated.push(deferredOutput(bundle, file, render, layout, cache as CacheLookup));
+  }
   return [...layout.sources, ...generated].sort((a, b) => compareUtf8(a.path, b.path));
+}
+
+function render(file: ManifestFile, content: Uint8Array, layout: Layout): PlannedOutput {
+  const { transforms, transformed } = layout;
+  const config = transforms.get(file.path) as TransformConfig;
+  const bytes = renderMarkdownToHtml(content, {
+    fileName: file.path,
+    allowHtml: config.allowHtml,
+    rewriteLink: createLinkRewriter(file.path, transformed),
+  });
+  return generatedOutput(file, transformed.get(file.path) as string, config, bytes);
+}
+
+/** The pipeline's documents found in the render cache, and how to record new renders. */
+interface CacheLookup {
+  /** Source path → its manifest entry and cached render. */
+  hits: Map<string, { file: ManifestFile; render: CachedRender }>;
+  record: (sourcePath: string, output: PlannedOutput) => void;
+}
+
+function cacheLookup(
+  bundle: SourceBundle,
+  pipelineId: string,
+  layout: Layout,
+  cache: RenderCache,
+): CacheLookup {
+  const files = bundle.files.filter((file) => layout.transforms.has(file.path));
+  const documents = files.map((file) => {
+    const config = layout.transforms.get(file.path) as TransformConfig;
+    return { ...file, transform: config.transform, allowHtml: config.allowHtml };
+  });
+  const keys = renderKeys(layout.transformed, documents);
+  const hits: CacheLookup["hits"] = new Map();
+  for (const file of files) {
+    const render = cache.get(pipelineId, keys.get(file.path) as string);
+    if (render) hits.set(file.path, { file, render });
+  }
+  return {
+    hits,
+    record: (sourcePath, output) => cache.set(pipelineId, keys.get(sourcePath) as string, output),
+  };
+}
+
+/**
+ * A generated output planned with the cached digest of its render. Rendering
+ * it later re-reads the source with every verification check (it is used only
+ * if it still matches the manifest) and records the result in the cache.
+ */
+function deferredOutput(
+  bundle: SourceBundle,
+  file: ManifestFile,
+  hit: CachedRender,
+  layout: Layout,
+  cache: CacheLookup,
+): PlannedOutput {
+  const sourcePath = file.path;
+  const config = layout.transforms.get(sourcePath) as TransformConfig;
+  const produce = (): Uint8Array => {
+    const read = new FileChecker(bundle.dir).read(file);
+    if ("problem" in read) {
+      throw new DistributorError(
+        "source_invalid",
+        `Source bundle ${bundle.dir} changed during the run: ${file.path}: ${read.problem}. Nothing was written; run again once the bundle is complete.`,
+        { paths: [file.path] },
+      );
+    }
+    const output = render(file, read.bytes, layout);
+    cache.record(sourcePath, output);
+    return (output.content as { bytes: Uint8Array }).bytes;
+  };
+  return {
+    path: layout.transformed.get(sourcePath) as string,
+    kind: "generated",
+    sourcePath,
+    transform: config.transform,
+    sha256: hit.sha256,
+    size: hit.size,
+    mediaType: HTML_MEDIA_TYPE,
+    content: { type: "deferred", produce },
+  };
+}
+
+/**
+ * Render `output` now if its content was deferred (planned from the render
+ * cache), replacing its content with the bytes and its digest and size with
+ * theirs. Returns true when they differ from what was planned: the cache was
+ * wrong, and whatever was planned from that digest must be planned again.
+ *
+ * @throws DistributorError `source_invalid` when the source no longer matches
+ *   its manifest entry.
+ */
+export function renderDeferred(output: PlannedOutput): boolean {
+  if (output.content.type !== "deferred") return false;
+  const bytes = output.content.produce();
+  const sha256 = sha256Digest(bytes);
+  const changed = sha256 !== output.sha256 || bytes.byteLength !== output.size;
+  output.content = { type: "bytes", bytes };
+  output.sha256 = sha256;
+  output.size = bytes.byteLength;
+  return changed;
 }

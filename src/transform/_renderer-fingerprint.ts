@@ -1,0 +1,75 @@
+/**
+ * A digest of everything that decides how `markdown_to_html` renders, for the
+ * render cache's keys: when it changes, every cached digest is left unused
+ * (nothing has to be cleared by hand after an upgrade, or while developing).
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { DISTRIBUTOR_VERSION } from "../version.js";
+
+/** The transform's own modules (compiled), next to this one. */
+const RENDERER_MODULES = ["markdown-to-html.js", "links.js", "style.js", "planned-outputs.js"];
+
+interface PackageJson {
+  name?: string;
+  version?: string;
+  dependencies?: Record<string, string>;
+}
+
+/**
+ * The package.json of package `name` as resolved from the file `from`, found
+ * above its entry point (not every package exports its package.json).
+ */
+function packageOf(from: string, name: string): { entry: string; pkg: PackageJson } | undefined {
+  let entry: string;
+  try {
+    entry = createRequire(from).resolve(name);
+  } catch {
+    return undefined;
+  }
+  for (let dir = path.dirname(entry); path.dirname(dir) !== dir; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as PackageJson;
+      if (pkg.name === name) return { entry, pkg };
+    } catch {
+      // no package.json at this level
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The renderer's own code, markdown-it and its direct dependencies (their
+ * versions, as installed), the distributor version and the Node.js version.
+ * Something that cannot be found counts as a fixed marker: the rest still
+ * changes the fingerprint on every upgrade.
+ */
+function computeFingerprint(): string {
+  const hash = createHash("sha256");
+  hash.update(`${DISTRIBUTOR_VERSION}\0${process.version}\0`);
+  const here = fileURLToPath(import.meta.url);
+  for (const module of RENDERER_MODULES) {
+    try {
+      hash.update(readFileSync(path.join(path.dirname(here), module)));
+    } catch {
+      hash.update(`missing ${module}`);
+    }
+  }
+  const markdownIt = packageOf(here, "markdown-it");
+  hash.update(`\0markdown-it@${markdownIt?.pkg.version}`);
+  for (const dependency of Object.keys(markdownIt?.pkg.dependencies ?? {}).sort()) {
+    const version = markdownIt && packageOf(markdownIt.entry, dependency)?.pkg.version;
+    hash.update(`\0${dependency}@${version}`);
+  }
+  return hash.digest("hex");
+}
+
+let fingerprint: string | undefined;
+
+export function rendererFingerprint(): string {
+  fingerprint ??= computeFingerprint();
+  return fingerprint;
+}
