@@ -70,6 +70,7 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
       await createBucket(endpoint);
       await emptyBucket(endpoint);
     },
+    inputs: () => [s().dir],
     teardown: async () => {
       if (endpoint) await emptyBucket(endpoint);
     },

@@ -89,6 +89,7 @@ function freshCase(
     runs: 3,
     setup: () => void set(),
     subject: freshPublish(work, set, path.join(work, "dist-out")),
+    inputs: () => [set().dir],
     comparisons: [
       {
         anchor: floorContender(() => set().dir, path.join(work, "floor-out")),
@@ -119,6 +120,7 @@ function unchangedCase(
     unit: "s",
     runs: 3,
     setup: () => publishOnce(work, config(), root),
+    inputs: () => [set().dir],
     subject: {
       label: "distributor (skip_same)",
       command: () => distributorRun(config(), renderCacheDir(work)),
@@ -161,6 +163,7 @@ function caseTwo(m: () => Workload): BenchCase {
       rmSync(copy, { recursive: true, force: true });
       execFileSync("cp", ["-r", m().dir, copy]);
     },
+    inputs: () => [m().dir, copy],
     comparisons: [...base.comparisons, { anchor: rclone, target: "≤ 0.5×", ratioMax: 0.5 }],
   };
 }
@@ -182,6 +185,7 @@ function caseThree(m: () => Workload): BenchCase {
       writeConfig(config, { source: m().dir, storage: { type: "filesystem", root } });
       publishOnce(work, config, root, variants[0]?.dir);
     },
+    inputs: () => variants.map((variant) => variant.dir),
     subject: {
       label: "distributor (1 changed)",
       before: () => {
@@ -216,6 +220,7 @@ function caseSeven(m: () => Workload): BenchCase {
     unit: "MB/s",
     runs: 5,
     setup: () => void m(),
+    inputs: () => [m().dir],
     subject: mode("distributor"),
     comparisons: [{ anchor: mode("bare"), target: "≥ 0.8×", ratioMin: 0.8 }],
   };

@@ -44,6 +44,12 @@ export interface BenchCase {
   comparisons: Comparison[];
   /** Peak RSS target of the subject, in MB. */
   rssLimitMb?: number;
+  /**
+   * Directories the contenders read, put back in the page cache before every
+   * sample (see warmPageCache): rclone drops the pages of the files it read,
+   * so whoever ran after it read from disk.
+   */
+  inputs?: () => string[];
 }
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { allCases } from "./_cases.js";
 import type { BenchCase, Comparison, Contender } from "./_kit.js";
-import { flushDisks, measure, median, toolAvailable } from "./_measure.js";
+import { flushDisks, measure, median, toolAvailable, warmPageCache } from "./_measure.js";
 import { markdownTable, type Row } from "./_report.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
@@ -47,8 +47,9 @@ interface Samples {
   notes: Set<string>;
 }
 
-async function sample(contender: Contender, into: Samples): Promise<void> {
+async function sample(contender: Contender, into: Samples, inputs: string[]): Promise<void> {
   await contender.before?.();
+  for (const dir of inputs) warmPageCache(dir);
   flushDisks();
   const result = await measure(contender.command());
   into.values.push(contender.value ? contender.value(result) : result.seconds);
@@ -66,7 +67,8 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     contenders.map((c) => [c, { values: [], rss: [], notes: new Set<string>() } as Samples]),
   );
   const warmUp = { values: [], rss: [], notes: new Set<string>() };
-  for (const contender of contenders) await sample(contender, warmUp);
+  const inputs = bench.inputs?.() ?? [];
+  for (const contender of contenders) await sample(contender, warmUp, inputs);
   for (let i = 0; i < runs; i++) {
     // The same cyclic order every run, so no contender ever runs twice in a row.
     // Reversing the order every other run did that at each turn, and on the
@@ -74,7 +76,9 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     // writes it again, measured about twice as slow (case 1: 5.0-5.2 s against
     // 2.4-2.7 s for distributor, 3.97-4.37 s against 1.59-1.86 s for rclone,
     // in one run), so the ratio depended on who got that turn more often.
-    for (const contender of contenders) await sample(contender, samples.get(contender) as Samples);
+    for (const contender of contenders) {
+      await sample(contender, samples.get(contender) as Samples, inputs);
+    }
     process.stderr.write(`  case ${bench.id}: run ${i + 1}/${runs} done\n`);
   }
   const subject = samples.get(bench.subject) as Samples;
