@@ -129,6 +129,32 @@ describe("filesystem driver: construction and listing", () => {
   );
 
   it(
+    "a listing on another thread (busyHere) is the same listing",
+    sandboxed(async ({ root, outside, driver }) => {
+      assert.deepEqual(await driver.list({ busyHere: true }), [], "a missing root");
+      for (const name of ["b.txt", "a/z.txt", "\u{e000}.txt", "\u{1f600}.txt", "A.txt", "d/e/f"]) {
+        await driver.write(name, bytes(`${name} content`));
+      }
+      await symlink(outside, path.join(root, "d", "link"));
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(path.join(root, "sock"), resolve));
+      try {
+        const here = await driver.list();
+        assert.equal(here.length, 8);
+        assert.deepEqual(await driver.list({ busyHere: true }), here);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+      const file = path.join(outside, "file");
+      await writeFile(file, "x");
+      await rejectsWithCode(
+        createFilesystemDriver({ root: file }).list({ busyHere: true }),
+        "storage_error",
+      );
+    }),
+  );
+
+  it(
     "the token is mtime, size and inode of the file",
     sandboxed(async ({ root, driver }) => {
       const token = await driver.write("t.txt", bytes("12345"));

@@ -82,6 +82,15 @@ export interface LockHandle {
   release(): Promise<void>;
 }
 
+export interface ListOptions {
+  /**
+   * The caller has CPU work of its own while the listing runs (parsing a large
+   * state): a driver whose listing is CPU or kernel work on this thread may do
+   * it on another one. Same result either way.
+   */
+  busyHere?: boolean;
+}
+
 export interface StorageDriver {
   /** Human/JSON display of the destination root: an absolute path or `s3://bucket/prefix/`. */
   readonly root: string;
@@ -92,7 +101,7 @@ export interface StorageDriver {
    * reserved tool files (callers filter). A missing root lists as empty.
    * Symlinks are reported, never followed.
    */
-  list(): Promise<StorageEntry[]>;
+  list(options?: ListOptions): Promise<StorageEntry[]>;
 
   /** The entry at `path`, or `null` when nothing is there. Never follows a final symlink. */
   stat(path: string): Promise<StorageEntry | null>;

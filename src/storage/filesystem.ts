@@ -27,9 +27,15 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
-import { entryFromStats, walkTree } from "./_fs-walk.js";
+import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
-import type { DeleteResult, StorageDriver, StorageEntry, StoredBytes } from "./driver.js";
+import type {
+  DeleteResult,
+  ListOptions,
+  StorageDriver,
+  StorageEntry,
+  StoredBytes,
+} from "./driver.js";
 
 export { stopWrites } from "./_fs-write-pool.js";
 
@@ -54,7 +60,8 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
   const driver = {
     root,
     capabilities: { conditionalWrite: false, batchDelete: false },
-    list: () => walkTree(root),
+    list: (listOptions: ListOptions = {}) =>
+      listOptions.busyHere ? walkTreeOffThread(root) : walkTree(root),
     stat: (relPath: string) => statEntry(root, relPath),
     read: (relPath: string) => readSmall(root, relPath),
     readStream: (relPath: string) => openStream(root, relPath),
