@@ -8,6 +8,7 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { DistributorError, type LockHolder } from "../errors.js";
@@ -130,14 +131,8 @@ class S3Driver implements StorageDriver {
   }
 
   async stat(path: string): Promise<StorageEntry | null> {
-    const key = this.key(path);
-    try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { path, size: head.ContentLength ?? 0, type: "file" };
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw this.failure(error, "HeadObject", path);
-    }
+    const head = await this.head(path);
+    return head && { path, size: head.ContentLength ?? 0, type: "file" };
   }
 
   async read(path: string): Promise<StoredBytes | null> {
@@ -243,18 +238,12 @@ class S3Driver implements StorageDriver {
 
   /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
   async storedDigest(path: string): Promise<StoredDigest | null> {
-    try {
-      const head = await this.client.send(
-        new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
-      );
-      const recorded = head.Metadata?.sha256;
-      // Anything but a well-formed digest (another tool's metadata) means "hash it".
-      const sha256 = recorded !== undefined && SHA256_PATTERN.test(recorded) ? recorded : null;
-      return { size: head.ContentLength ?? 0, sha256 };
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw this.failure(error, "HeadObject", path);
-    }
+    const head = await this.head(path);
+    if (head === null) return null;
+    const recorded = head.Metadata?.sha256;
+    // Anything but a well-formed digest (another tool's metadata) means "hash it".
+    const sha256 = recorded !== undefined && SHA256_PATTERN.test(recorded) ? recorded : null;
+    return { size: head.ContentLength ?? 0, sha256 };
   }
 
   // ---- helpers -------------------------------------------------------------
@@ -366,11 +355,16 @@ class S3Driver implements StorageDriver {
 
   /** The object's current version token, `null` when it is absent. */
   private async currentToken(path: string): Promise<VersionToken | null> {
+    const head = await this.head(path);
+    return head && tokenOfEtag(head.ETag);
+  }
+
+  /** The object's HeadObject answer, `null` when it is absent. */
+  private async head(path: string): Promise<HeadObjectCommandOutput | null> {
     try {
-      const head = await this.client.send(
+      return await this.client.send(
         new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
       );
-      return tokenOfEtag(head.ETag);
     } catch (error) {
       if (isNotFound(error)) return null;
       throw this.failure(error, "HeadObject", path);
