@@ -194,7 +194,8 @@ export class RenderCache {
       };
       const temp = `${entries.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
       try {
-        mkdirSync(this.#dir, { recursive: true });
+        // Only its user may write it: a forged entry could make a run skip a changed page.
+        mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
         writeFileSync(temp, JSON.stringify(body));
         renameSync(temp, entries.file);
         entries.dirty = false;
