@@ -160,6 +160,25 @@ destinations:
     assert.match(error.message, /destinations\.-bad: "-bad" is not a valid destination id/);
   });
 
+  test("a bad id does not hide the problems inside its entry", async () => {
+    const error = await configErrorOf(`
+pipelines:
+  Reports: { destinatons: [site], include: "**" }
+destinations:
+  site: { storage: { type: ftp, root: a } }
+  -bad: { storage: { root: b }, workflw: additive }
+`);
+    assert.deepEqual(problemLines(error).sort(), [
+      "destinations.-bad.workflw: unknown key",
+      'destinations.-bad: "-bad" is not a valid destination id: use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit',
+      'destinations.site.storage.type: expected "filesystem" or "s3"',
+      "pipelines.Reports.destinations: missing required key",
+      "pipelines.Reports.destinatons: unknown key",
+      'pipelines.Reports.include: expected a list, got string "**"',
+      'pipelines.Reports: "Reports" is not a valid pipeline id: use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit',
+    ]);
+  });
+
   test("a key with a dot is quoted in the key path", async () => {
     const error = await configErrorOf(siteWith("").replace("reports:", "my.reports:"));
     assert.deepEqual(error.paths, ['pipelines["my.reports"]']);

@@ -75,7 +75,7 @@ export function zodErrorMap(issue: z.core.$ZodRawIssue): string | undefined {
   }
 }
 
-/** Flatten zod issues into problems, one per unknown key and one per record-key error. */
+/** Flatten zod issues into problems, one per unknown key. */
 export function problemsFromZod(issues: readonly z.core.$ZodIssue[]): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   for (const issue of issues) {
@@ -83,9 +83,6 @@ export function problemsFromZod(issues: readonly z.core.$ZodIssue[]): ConfigProb
       for (const key of issue.keys) {
         out.push({ path: formatKeyPath([...issue.path, key]), message: "unknown key" });
       }
-    } else if (issue.code === "invalid_key") {
-      const messages = issue.issues.map((inner) => inner.message);
-      out.push({ path: formatKeyPath(issue.path), message: messages.join("; ") });
     } else {
       out.push({ path: formatKeyPath(issue.path), message: issue.message });
     }

@@ -22,6 +22,29 @@ function _idSchema(what: string) {
   });
 }
 
+/**
+ * Entries by id. The id rule is a check on the record rather than zod's key
+ * schema: zod skips the value of a key that fails its key schema, so a bad id
+ * hid every problem inside its entry. The check runs even when values have
+ * problems (`when`), and the JSON Schema still gets the rule as `propertyNames`.
+ */
+function _idRecord<T extends z.ZodType>(what: string, value: T) {
+  const id = _idSchema(what);
+  return z
+    .record(z.string(), value)
+    .superRefine(
+      (entries, ctx) => {
+        if (typeof entries !== "object" || entries === null) return;
+        for (const key of Object.keys(entries)) {
+          const problem = id.safeParse(key).error?.issues[0];
+          if (problem) ctx.addIssue({ code: "custom", path: [key], message: problem.message });
+        }
+      },
+      { when: () => true },
+    )
+    .meta({ propertyNames: { type: "string", pattern: ID_PATTERN.source } });
+}
+
 /** A clean relative path (SPEC §5) where "" means the root itself. */
 function _cleanPathOrEmpty() {
   return z.string().superRefine((value, ctx) => {
@@ -196,12 +219,10 @@ export const configSchema = z
       .string()
       .optional()
       .describe("JSON Schema of this file, for editors. Ignored by distributor."),
-    pipelines: z
-      .record(_idSchema("pipeline"), pipelineSchema)
+    pipelines: _idRecord("pipeline", pipelineSchema)
       .refine(_nonEmpty, { error: "must define at least one pipeline" })
       .describe("Pipelines by id (slug-like: lowercase letters, digits, - and _)."),
-    destinations: z
-      .record(_idSchema("destination"), destinationSchema)
+    destinations: _idRecord("destination", destinationSchema)
       .refine(_nonEmpty, { error: "must define at least one destination" })
       .describe("Destinations by id (slug-like: lowercase letters, digits, - and _)."),
   })
