@@ -195,6 +195,35 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     await assertConverged(destination, ALPHA_OUTPUTS);
   });
 
+  it("reconcile-state forgets a record only when its object is absent, not when a HEAD fails", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    assert.equal((await ws.cli<RunJson>(["run", ...ALPHA])).code, 0);
+    const stateBefore = await destination.readStateText();
+    await destination.deleteFile("alpha/two.html");
+    // The listing no longer shows it; the stat that must confirm it is absent fails.
+    proxy.errorNext(
+      Infinity,
+      { status: 403, code: "AccessDenied" },
+      { method: "HEAD", path: /alpha\/two\.html$/ },
+    );
+    const failed = await runCli(["reconcile-state", ...ALPHA, "--json"], { cwd: ws.dir });
+    assert.equal(failed.code, 1, failed.stdout);
+    const report = JSON.parse(failed.stdout) as { ok: boolean; error: { code: string } };
+    assert.equal(report.ok, false);
+    assert.equal(report.error.code, "storage_error");
+    assert.match(failed.stdout, /alpha\/two\.html/);
+    assert.equal(await destination.readStateText(), stateBefore, "the record is kept");
+    assert.ok(
+      proxy.requests.some((r) => r.method === "HEAD" && r.outcome === 403),
+      "the HEAD was refused",
+    );
+    proxy.clear();
+    const repaired = await runCli(["reconcile-state", ...ALPHA, "--json"], { cwd: ws.dir });
+    assert.equal(repaired.code, 0, repaired.stderr);
+    assert.deepEqual(JSON.parse(repaired.stdout).removed, ["alpha/two.html"]);
+  });
+
   it("a server that ignores conditional writes is detected, announced, and handled best effort", async (t) => {
     const { proxy, destination } = await proxied(t);
     const ws = await workspace(destination);
