@@ -30,6 +30,10 @@ export interface RunOptions {
   config?: Config;
   configFile?: string;
   cwd?: string;
+  /**
+   * Environment for DISTRIBUTOR_CONFIG, `${NAME}` interpolation and the render
+   * cache (DISTRIBUTOR_CACHE, DISTRIBUTOR_CACHE_DIR). Default: `process.env`.
+   */
   env?: NodeJS.ProcessEnv;
   pipelines?: string[];
   destinations?: string[];
