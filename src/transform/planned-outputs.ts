@@ -1,10 +1,10 @@
 /**
- * Planned outputs of a pipeline (SPEC §3): which bundle files are published as
- * they are, which are rendered, and at which paths, once the bundle verifies. The result is
- * what every destination of the pipeline should hold; destination planning
- * compares it with each destination's state.
+ * Planned outputs of a pipeline (SPEC §3), once the bundle verifies: the
+ * layout (_layout.ts) with a digest for every output, rendering the Markdown
+ * that the render cache does not already know. The result is what every
+ * destination of the pipeline should hold; destination planning compares it
+ * with each destination's state.
  */
-import path from "node:path";
 import { FileChecker } from "../bundle/_file-checks.js";
 import type { CheckOptions } from "../bundle/_parallel-checks.js";
 import { verifyFiles } from "../bundle/verify.js";
@@ -12,31 +12,14 @@ import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";
-import { ancestorsOf, cleanPathProblem, compareUtf8 } from "../paths.js";
-import { createLinkRewriter, derivedHtmlPath } from "./links.js";
+import { compareUtf8 } from "../paths.js";
+import { type Layout, layoutOf } from "./_layout.js";
+import { createLinkRewriter } from "./links.js";
 import { renderMarkdownToHtml } from "./markdown-to-html.js";
-import { HTML_MEDIA_TYPE, mediaTypeFor } from "./media-types.js";
+import { HTML_MEDIA_TYPE } from "./media-types.js";
 import { type CachedRender, type RenderCache, renderKeys } from "./render-cache.js";
 
 export { mediaTypeFor } from "./media-types.js";
-
-interface Assignment {
-  file: ManifestFile;
-  /** First transform whose include matches the file, if any. */
-  transform?: TransformConfig;
-}
-
-function sourceOutput(bundle: SourceBundle, file: ManifestFile): PlannedOutput {
-  return {
-    path: file.path,
-    kind: "source",
-    sourcePath: file.path,
-    sha256: file.sha256,
-    size: file.size,
-    mediaType: mediaTypeFor(file.path, file.media_type),
-    content: { type: "file", absPath: path.join(bundle.dir, file.path) },
-  };
-}
 
 function generatedOutput(
   file: ManifestFile,
@@ -54,111 +37,6 @@ function generatedOutput(
     mediaType: HTML_MEDIA_TYPE,
     content: { type: "bytes", bytes },
   };
-}
-
-function derivedPaths(assignments: readonly Assignment[]): Map<string, string> {
-  const transformed = new Map<string, string>();
-  for (const { file, transform } of assignments) {
-    if (!transform) continue;
-    const derived = derivedHtmlPath(file.path);
-    const problem = cleanPathProblem(derived);
-    if (problem) {
-      throw new DistributorError(
-        "transform_failed",
-        `${transform.transform}: the output path "${derived}" for ${file.path} ${problem}. Rename the source file.`,
-        { paths: [file.path] },
-      );
-    }
-    transformed.set(file.path, derived);
-  }
-  return transformed;
-}
-
-/** Where a planned path comes from, for collision messages. */
-interface Slot {
-  path: string;
-  origin: string;
-}
-
-function slotsOf(
-  assignments: readonly Assignment[],
-  transformed: ReadonlyMap<string, string>,
-): Slot[] {
-  return assignments.flatMap(({ file, transform }): Slot[] => {
-    const source = { path: file.path, origin: `source file ${file.path}` };
-    if (!transform) return [source];
-    const generated = {
-      path: transformed.get(file.path) as string,
-      origin: `generated from ${file.path} by ${transform.transform}`,
-    };
-    return transform.keepSource ? [generated, source] : [generated];
-  });
-}
-
-/**
- * Fail with `output_collision` listing every path planned more than once, and
- * every planned file that another planned output needs as its folder (`x.html`
- * rendered from `x.md` next to a listed `x.html/y.txt`), each with its origins.
- * The second kind is a collision too: no directory tree can hold both, and
- * writing one would fail halfway through the run. It is refused on S3 as well,
- * where keys could hold both, so that a bundle publishes the same everywhere.
- */
-function assertNoCollisions(slots: readonly Slot[]): void {
-  const byPath = new Map<string, string[]>();
-  for (const slot of slots) {
-    const origins = byPath.get(slot.path);
-    if (origins) origins.push(slot.origin);
-    else byPath.set(slot.path, [slot.origin]);
-  }
-  const collisions = new Map<string, string>();
-  for (const [outputPath, origins] of byPath) {
-    if (origins.length > 1) collisions.set(outputPath, origins.join(" and "));
-  }
-  for (const slot of slots) {
-    for (const folder of ancestorsOf(slot.path)) {
-      const fileOrigins = byPath.get(folder);
-      if (fileOrigins === undefined || collisions.has(folder)) continue;
-      collisions.set(
-        folder,
-        `${fileOrigins.join(" and ")}, but ${slot.path} (${slot.origin}) needs it as a folder`,
-      );
-    }
-  }
-  if (collisions.size === 0) return;
-  const paths = [...collisions.keys()].sort(compareUtf8);
-  const lines = paths.map((outputPath) => `\n  - ${outputPath}: ${collisions.get(outputPath)}`);
-  throw new DistributorError(
-    "output_collision",
-    `Several planned outputs have the same path, or a file's path is another output's folder:${lines.join("")}\nRename one of the files in the bundle, or narrow the pipeline's include/exclude or the transform's include.`,
-    { paths },
-  );
-}
-
-/** A pipeline's outputs known from paths alone, before any file is read. */
-interface Layout {
-  sources: PlannedOutput[];
-  /** Source path → the transform that renders it. */
-  transforms: Map<string, TransformConfig>;
-  /** Source path → its derived output path, for every transformed file. */
-  transformed: Map<string, string>;
-}
-
-function layoutOf(bundle: SourceBundle, pipeline: PipelineConfig): Layout {
-  const assignments: Assignment[] = bundle.files
-    .filter((file) => pipeline.selects(file.path))
-    .map((file) => {
-      const transform = pipeline.transforms.find((t) => t.matches(file.path));
-      return transform ? { file, transform } : { file };
-    });
-  const transformed = derivedPaths(assignments);
-  assertNoCollisions(slotsOf(assignments, transformed));
-  const transforms = new Map<string, TransformConfig>();
-  for (const { file, transform } of assignments)
-    if (transform) transforms.set(file.path, transform);
-  const sources = assignments
-    .filter(({ transform }) => !transform || transform.keepSource)
-    .map(({ file }) => sourceOutput(bundle, file));
-  return { sources, transforms, transformed };
 }
 
 export interface PlanOutputsOptions extends CheckOptions {
