@@ -1,10 +1,12 @@
 /**
  * Bucket-level key operations of the S3 driver: the mapping of driver paths to
- * keys, paginated listing, and batched deletes (DeleteObjects takes at most
+ * keys (S3Keyspace), paginated listing, and batched deletes (DeleteObjects takes at most
  * 1000 keys per request; an already-missing key is a success).
  */
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { DistributorError } from "../errors.js";
 import { cleanPathProblem, RESERVED_PREFIX } from "../paths.js";
+import { storageError } from "./_s3-errors.js";
 
 const DELETE_BATCH = 1000;
 
@@ -38,6 +40,60 @@ export async function deleteKeys(
     }
   }
   return failures;
+}
+
+/**
+ * Where one driver's objects live, and how its paths map to keys: `path` is
+ * `<prefix>/<path>` in `bucket`. Every key the driver sends comes from `key`,
+ * which refuses paths that could escape or alias the prefix.
+ */
+export class S3Keyspace {
+  readonly bucket: string;
+  readonly prefix: string;
+  /** `s3://bucket/prefix/`, as reports show the root. */
+  readonly root: string;
+  /** `prefix/` ("" for the whole bucket): what every key starts with. */
+  readonly keyPrefix: string;
+
+  /** @throws DistributorError `config_invalid` when `prefix` is not "" or a clean path. */
+  constructor(bucket: string, prefix: string) {
+    const problem = cleanPathProblem(prefix, { allowEmpty: true });
+    if (problem !== null) {
+      throw new DistributorError("config_invalid", `S3 prefix "${prefix}" ${problem}.`);
+    }
+    this.bucket = bucket;
+    this.prefix = prefix;
+    this.keyPrefix = prefix === "" ? "" : `${prefix}/`;
+    this.root = `s3://${bucket}/${this.keyPrefix}`;
+  }
+
+  /** The key of a driver path; refuses paths that could escape or alias the prefix. */
+  key(path: string): string {
+    const problem = driverPathProblem(path);
+    if (problem !== null) {
+      throw new DistributorError("unsafe_path", `${this.root}: path "${path}" ${problem}.`, {
+        paths: [path],
+      });
+    }
+    return `${this.keyPrefix}${path}`;
+  }
+
+  /** The driver path of a listed key (which starts with keyPrefix). */
+  pathOf(key: string): string {
+    return key.slice(this.keyPrefix.length);
+  }
+
+  /** `s3://bucket/key` of a path, for messages. */
+  location(path: string): string {
+    return `s3://${this.bucket}/${this.key(path)}`;
+  }
+
+  /** A failed request as a storage_error naming the operation and object (DistributorErrors pass). */
+  failure(error: unknown, operation: string, path?: string): Error {
+    if (error instanceof DistributorError) return error;
+    const location = path === undefined ? this.root : this.location(path);
+    return storageError(error, { operation, location, path });
+  }
 }
 
 /**

@@ -13,11 +13,11 @@ import {
 } from "@aws-sdk/client-s3";
 import { DistributorError, type LockHolder } from "../errors.js";
 import type { OutputContent } from "../model.js";
-import { cleanPathProblem, LOCK_FILE } from "../paths.js";
+import { LOCK_FILE } from "../paths.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
-import { isLostRace, isNotFound, isPreconditionFailed, storageError } from "./_s3-errors.js";
-import { deleteKeys, driverPathProblem, type ListedObject, listKeys } from "./_s3-keys.js";
+import { isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
+import { deleteKeys, type ListedObject, listKeys, S3Keyspace } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
 import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
 import { sendObject } from "./_s3-write.js";
@@ -86,19 +86,13 @@ class S3Driver implements StorageDriver {
   private readonly client: S3Client;
   /** Unconditional small PUTs, without the SDK's per-request CPU (see _s3-direct-put.ts). */
   private readonly directPut: DirectPut;
-  private readonly bucket: string;
-  private readonly prefix: string;
+  private readonly keys: S3Keyspace;
   private readonly multipartThreshold: number;
   private readonly listPageSize: number | undefined;
 
   constructor(options: S3DriverOptions) {
-    const problem = cleanPathProblem(options.prefix, { allowEmpty: true });
-    if (problem !== null) {
-      throw new DistributorError("config_invalid", `S3 prefix "${options.prefix}" ${problem}.`);
-    }
-    this.bucket = options.bucket;
-    this.prefix = options.prefix;
-    this.root = `s3://${options.bucket}/${options.prefix === "" ? "" : `${options.prefix}/`}`;
+    this.keys = new S3Keyspace(options.bucket, options.prefix);
+    this.root = this.keys.root;
     this.multipartThreshold = options.multipartThreshold ?? 64 * MiB;
     this.listPageSize = options.listPageSize;
     const maxConcurrency = options.maxConcurrency ?? 16;
@@ -122,7 +116,7 @@ class S3Driver implements StorageDriver {
   async list(): Promise<StorageEntry[]> {
     const entries: StorageEntry[] = [];
     for (const object of await this.listObjects()) {
-      const path = object.key.slice(this.keyPrefix().length);
+      const path = this.keys.pathOf(object.key);
       // Zero-byte "folder" markers made by consoles and other tools are not files.
       if (path === "" || path.endsWith("/")) continue;
       entries.push({ path, size: object.size, type: "file" });
@@ -141,7 +135,7 @@ class S3Driver implements StorageDriver {
     try {
       return { bytes: await body.stream.transformToByteArray(), token: body.token };
     } catch (error) {
-      throw this.failure(error, "GetObject", path);
+      throw this.keys.failure(error, "GetObject", path);
     }
   }
 
@@ -150,7 +144,7 @@ class S3Driver implements StorageDriver {
     if (body === null) {
       throw new DistributorError(
         "storage_error",
-        `${this.location(path)}: no such object (deleted or never written).`,
+        `${this.keys.location(path)}: no such object (deleted or never written).`,
         {
           paths: [path],
         },
@@ -180,7 +174,7 @@ class S3Driver implements StorageDriver {
       if (options.ifMatch !== undefined && isLostRace(error, options.ifMatch)) {
         throw this.conflict(path, options, error);
       }
-      throw this.failure(error, "PutObject", path);
+      throw this.keys.failure(error, "PutObject", path);
     }
   }
 
@@ -189,16 +183,16 @@ class S3Driver implements StorageDriver {
     const keys: string[] = [];
     for (const path of paths) {
       try {
-        keys.push(this.key(path));
+        keys.push(this.keys.key(path));
         results.set(path, { path });
       } catch (error) {
         results.set(path, { path, error: (error as Error).message });
       }
     }
-    const describe = (error: unknown) => this.failure(error, "DeleteObjects").message;
-    const failures = await deleteKeys(this.client, this.bucket, { keys, describe });
+    const describe = (error: unknown) => this.keys.failure(error, "DeleteObjects").message;
+    const failures = await deleteKeys(this.client, this.keys.bucket, { keys, describe });
     for (const [key, error] of failures) {
-      const path = key.slice(this.keyPrefix().length);
+      const path = this.keys.pathOf(key);
       results.set(path, { path, error });
     }
     return paths.map((path) => results.get(path) as DeleteResult);
@@ -210,17 +204,17 @@ class S3Driver implements StorageDriver {
    * writer in. With an empty prefix this empties the whole bucket.
    */
   async deleteAll(): Promise<void> {
-    const lockKey = this.key(LOCK_FILE);
+    const lockKey = this.keys.key(LOCK_FILE);
     // Raw keys, not paths: objects other tools left (folder markers, `a//b`) go too.
     const keys = (await this.listObjects()).map((o) => o.key).filter((key) => key !== lockKey);
-    const describe = (error: unknown) => this.failure(error, "DeleteObjects").message;
-    const failures = await deleteKeys(this.client, this.bucket, { keys, describe });
+    const describe = (error: unknown) => this.keys.failure(error, "DeleteObjects").message;
+    const failures = await deleteKeys(this.client, this.keys.bucket, { keys, describe });
     if (failures.size > 0) {
       const detail = [...failures].slice(0, 5).map(([key, error]) => `${key} (${error})`);
       throw new DistributorError(
         "storage_error",
         `${this.root}: could not delete ${failures.size} object(s): ${detail.join(", ")}. Check permissions and retry.`,
-        { paths: [...failures.keys()].map((key) => key.slice(this.keyPrefix().length)) },
+        { paths: [...failures.keys()].map((key) => this.keys.pathOf(key)) },
       );
     }
   }
@@ -251,7 +245,7 @@ class S3Driver implements StorageDriver {
   /** Probe once per driver (see `capabilities`); the answer sets `conditionalWrite`. */
   private conditionalWritesHonoured(): Promise<boolean> {
     this.probe ??= probeConditionalWrites(
-      s3ProbeStore(this.client, { bucket: this.bucket, keyOf: (path) => this.key(path) }),
+      s3ProbeStore(this.client, { bucket: this.keys.bucket, keyOf: (path) => this.keys.key(path) }),
     ).then(
       (honoured) => {
         this.capabilities.conditionalWrite = honoured;
@@ -259,7 +253,7 @@ class S3Driver implements StorageDriver {
       },
       (error: unknown) => {
         this.probe = undefined;
-        throw this.failure(error, "PutObject (conditional-write probe)");
+        throw this.keys.failure(error, "PutObject (conditional-write probe)");
       },
     );
     return this.probe;
@@ -282,47 +276,24 @@ class S3Driver implements StorageDriver {
     return written;
   }
 
-  private keyPrefix(): string {
-    return this.prefix === "" ? "" : `${this.prefix}/`;
-  }
-
-  /** The key of a driver path; refuses paths that could escape or alias the prefix. */
-  private key(path: string): string {
-    const problem = driverPathProblem(path);
-    if (problem !== null) {
-      throw new DistributorError("unsafe_path", `${this.root}: path "${path}" ${problem}.`, {
-        paths: [path],
-      });
-    }
-    return `${this.keyPrefix()}${path}`;
-  }
-
-  private location(path: string): string {
-    return `s3://${this.bucket}/${this.key(path)}`;
-  }
-
-  private failure(error: unknown, operation: string, path?: string): Error {
-    if (error instanceof DistributorError) return error;
-    const location = path === undefined ? this.root : this.location(path);
-    return storageError(error, { operation, location, path });
-  }
-
   private listObjects(): Promise<ListedObject[]> {
-    const options = { prefix: this.keyPrefix(), pageSize: this.listPageSize };
-    return listKeys(this.client, this.bucket, options).catch((error: unknown) => {
-      throw this.failure(error, "ListObjectsV2");
+    const options = { prefix: this.keys.keyPrefix, pageSize: this.listPageSize };
+    return listKeys(this.client, this.keys.bucket, options).catch((error: unknown) => {
+      throw this.keys.failure(error, "ListObjectsV2");
     });
   }
 
   private async getObject(path: string) {
-    const key = this.key(path);
+    const key = this.keys.key(path);
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.keys.bucket, Key: key }),
+      );
       if (out.Body === undefined) throw new Error("GetObject returned no body");
       return { stream: out.Body, token: tokenOfEtag(out.ETag) ?? "" };
     } catch (error) {
       if (isNotFound(error)) return null;
-      throw this.failure(error, "GetObject", path);
+      throw this.keys.failure(error, "GetObject", path);
     }
   }
 
@@ -334,10 +305,10 @@ class S3Driver implements StorageDriver {
     const target = {
       client: this.client,
       directPut: this.directPut,
-      bucket: this.bucket,
-      key: this.key(path),
+      bucket: this.keys.bucket,
+      key: this.keys.key(path),
       path,
-      location: this.location(path),
+      location: this.keys.location(path),
       multipartThreshold: this.multipartThreshold,
       checkPrecondition: () => this.checkPrecondition(path, options),
     };
@@ -348,7 +319,7 @@ class S3Driver implements StorageDriver {
     const what = options.ifMatch === null ? "already exists" : "was changed by another writer";
     return new DistributorError(
       "state_conflict",
-      `${this.location(path)} ${what} (conditional write refused). Another run may be writing here; re-run to plan against the current content.`,
+      `${this.keys.location(path)} ${what} (conditional write refused). Another run may be writing here; re-run to plan against the current content.`,
       { paths: [path], cause },
     );
   }
@@ -363,11 +334,11 @@ class S3Driver implements StorageDriver {
   private async head(path: string): Promise<HeadObjectCommandOutput | null> {
     try {
       return await this.client.send(
-        new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }),
+        new HeadObjectCommand({ Bucket: this.keys.bucket, Key: this.keys.key(path) }),
       );
     } catch (error) {
       if (isNotFound(error)) return null;
-      throw this.failure(error, "HeadObject", path);
+      throw this.keys.failure(error, "HeadObject", path);
     }
   }
 
@@ -390,11 +361,15 @@ class S3Driver implements StorageDriver {
   private async deleteIfMatch(path: string, token: VersionToken): Promise<void> {
     try {
       await this.client.send(
-        new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(path), IfMatch: token }),
+        new DeleteObjectCommand({
+          Bucket: this.keys.bucket,
+          Key: this.keys.key(path),
+          IfMatch: token,
+        }),
       );
     } catch (error) {
       if (isNotFound(error) || isPreconditionFailed(error)) return;
-      throw this.failure(error, "DeleteObject", path);
+      throw this.keys.failure(error, "DeleteObject", path);
     }
   }
 }
