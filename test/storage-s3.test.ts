@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -263,6 +263,32 @@ describe("write", () => {
     assert.equal(meta.ContentType, "application/octet-stream");
     const got = await d.read("big.bin");
     assert.ok(got && Buffer.from(got.bytes).equals(content));
+  });
+
+  test("a 512 MiB file goes up in parts without holding the file in memory", async () => {
+    // Multipart keeps about 4 parts of 16 MiB in flight (see _s3-upload.ts), so
+    // the process's peak RSS must grow by far less than the file's size.
+    const file = path.join(tmp, "large.bin");
+    const chunk = randomBytes(MiB);
+    const hash = createHash("sha256");
+    const handle = await open(file, "w");
+    for (let i = 0; i < 512; i++) {
+      chunk[0] = i & 0xff; // no two parts alike
+      await handle.write(chunk);
+      hash.update(chunk);
+    }
+    await handle.close();
+    const sha256 = `sha256:${hash.digest("hex")}`;
+    const d = driver("large");
+    const peakBefore = process.resourceUsage().maxRSS / 1024;
+    await d.write("large.bin", { type: "file", absPath: file }, { sha256 });
+    const growth = process.resourceUsage().maxRSS / 1024 - peakBefore;
+    await rm(file);
+    const meta = await head("large/large.bin");
+    assert.equal(meta.ContentLength, 512 * MiB);
+    assert.equal(meta.Metadata?.sha256, sha256);
+    await d.deleteMany(["large.bin"]);
+    assert.ok(growth < 200, `peak RSS grew by ${growth.toFixed(0)} MiB for a 512 MiB upload`);
   });
 
   test("a missing source file is a storage_error naming the object", async () => {
