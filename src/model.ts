@@ -40,7 +40,15 @@ export type TransformId = (typeof TRANSFORM_IDS)[number];
  * rendered in memory (Markdown documents are small).
  */
 export type OutputContent =
-  | { type: "file"; absPath: string }
+  | {
+      type: "file";
+      absPath: string;
+      /**
+       * The size verification found (the manifest's), so that a driver can pick
+       * its write path without a stat of its own. The copy itself reads the file.
+       */
+      size?: number;
+    }
   | { type: "bytes"; bytes: Uint8Array };
 
 /**

@@ -26,7 +26,7 @@ function sourceOutput(bundle: SourceBundle, file: ManifestFile): PlannedOutput {
     sha256: file.sha256,
     size: file.size,
     mediaType: mediaTypeFor(file.path, file.media_type),
-    content: { type: "file", absPath: path.join(bundle.dir, file.path) },
+    content: { type: "file", absPath: path.join(bundle.dir, file.path), size: file.size },
   };
 }
 

@@ -90,7 +90,11 @@ describe("planOutputs", () => {
       ],
     );
     const png = outputs[0] as PlannedOutput;
-    assert.deepEqual(png.content, { type: "file", absPath: path.join(bundle.dir, "a/img.png") });
+    assert.deepEqual(png.content, {
+      type: "file",
+      absPath: path.join(bundle.dir, "a/img.png"),
+      size: 3,
+    });
     assert.equal(png.sha256, sha256Digest(Buffer.from("png")));
     assert.equal(png.size, 3);
     assert.equal(png.mediaType, "image/x-custom");
