@@ -59,7 +59,8 @@ export type OutputContent =
  */
 export interface DeferredContent {
   type: "deferred";
-  produce: () => Uint8Array;
+  /** The rendered bytes and their `sha256:` digest. */
+  produce: () => { bytes: Uint8Array; sha256: string };
 }
 
 /** An output the pipeline wants at the destination, with the digest of its bytes. */

@@ -159,18 +159,18 @@ function deferredOutput(
 ): PlannedOutput {
   const sourcePath = file.path;
   const config = layout.transforms.get(sourcePath) as TransformConfig;
-  const produce = (): Uint8Array => {
+  const produce = () => {
     const read = new FileChecker(bundle.dir).read(file);
     if ("problem" in read) {
       throw new DistributorError(
         "source_invalid",
-        `Source bundle ${bundle.dir} changed during the run: ${file.path}: ${read.problem}. Nothing was written; run again once the bundle is complete.`,
+        `Source bundle ${bundle.dir} changed during the run: ${file.path}: ${read.problem}. No output or state was written; run again once the bundle is complete.`,
         { paths: [file.path] },
       );
     }
     const output = render(file, read.bytes, layout);
     cache.record(sourcePath, output);
-    return (output.content as { bytes: Uint8Array }).bytes;
+    return { bytes: (output.content as { bytes: Uint8Array }).bytes, sha256: output.sha256 };
   };
   return {
     path: layout.transformed.get(sourcePath) as string,
@@ -195,8 +195,7 @@ function deferredOutput(
  */
 export function renderDeferred(output: PlannedOutput): boolean {
   if (output.content.type !== "deferred") return false;
-  const bytes = output.content.produce();
-  const sha256 = sha256Digest(bytes);
+  const { bytes, sha256 } = output.content.produce();
   const changed = sha256 !== output.sha256 || bytes.byteLength !== output.size;
   output.content = { type: "bytes", bytes };
   output.sha256 = sha256;
