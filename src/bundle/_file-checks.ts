@@ -78,12 +78,13 @@ function digestProblem(file: FileToCheck, hex: string): string | null {
  * a 100k-file bundle spend more time collecting garbage than hashing.
  */
 export class FileChecker {
-  readonly #root: string;
+  /** The bundle directory that the checked paths are relative to. */
+  readonly root: string;
   readonly #directories = new Map<string, string | null>();
   readonly #buffer = Buffer.allocUnsafe(READ_CHUNK);
 
   constructor(root: string) {
-    this.#root = root;
+    this.root = root;
   }
 
   /** Problems of `files` in order: null for a good file, else why it is bad. */
@@ -146,7 +147,7 @@ export class FileChecker {
     if (parent) return parent;
     let fd: number;
     try {
-      fd = openSync(path.join(this.#root, file.path), NO_FOLLOW_READ);
+      fd = openSync(path.join(this.root, file.path), NO_FOLLOW_READ);
     } catch (error) {
       return openProblem(error);
     }
@@ -170,7 +171,7 @@ export class FileChecker {
     for (const dir of ancestorsOf(relativePath)) {
       let problem = this.#directories.get(dir);
       if (problem === undefined) {
-        problem = directoryProblem(this.#root, dir);
+        problem = directoryProblem(this.root, dir);
         this.#directories.set(dir, problem);
       }
       if (problem) return problem;

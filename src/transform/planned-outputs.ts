@@ -98,8 +98,14 @@ export async function planOutputs(
     },
   });
   if (!layout) throw layoutError;
-  for (const { file, render } of cache?.hits.values() ?? []) {
-    generated.push(deferredOutput(bundle, file, render, layout, cache as CacheLookup));
+  // One checker (and its read buffer) for every deferred output rendered later.
+  let checker: FileChecker | undefined;
+  const checkerOf = () => {
+    checker ??= new FileChecker(bundle.dir);
+    return checker;
+  };
+  for (const { file, cached } of cache?.hits.values() ?? []) {
+    generated.push(deferredOutput(file, cached, layout, cache as CacheLookup, checkerOf));
   }
   return [...layout.sources, ...generated].sort((a, b) => compareUtf8(a.path, b.path));
 }
@@ -118,7 +124,7 @@ function render(file: ManifestFile, content: Uint8Array, layout: Layout): Planne
 /** The pipeline's documents found in the render cache, and how to record new renders. */
 interface CacheLookup {
   /** Source path → its manifest entry and cached render. */
-  hits: Map<string, { file: ManifestFile; render: CachedRender }>;
+  hits: Map<string, { file: ManifestFile; cached: CachedRender }>;
   record: (sourcePath: string, output: PlannedOutput) => void;
 }
 
@@ -136,8 +142,8 @@ function cacheLookup(
   const keys = renderKeys(layout.transformed, documents);
   const hits: CacheLookup["hits"] = new Map();
   for (const file of files) {
-    const render = cache.get(pipelineId, keys.get(file.path) as string);
-    if (render) hits.set(file.path, { file, render });
+    const cached = cache.get(pipelineId, keys.get(file.path) as string);
+    if (cached) hits.set(file.path, { file, cached });
   }
   return {
     hits,
@@ -151,20 +157,21 @@ function cacheLookup(
  * if it still matches the manifest) and records the result in the cache.
  */
 function deferredOutput(
-  bundle: SourceBundle,
   file: ManifestFile,
   hit: CachedRender,
   layout: Layout,
   cache: CacheLookup,
+  checkerOf: () => FileChecker,
 ): PlannedOutput {
   const sourcePath = file.path;
   const config = layout.transforms.get(sourcePath) as TransformConfig;
   const produce = () => {
-    const read = new FileChecker(bundle.dir).read(file);
+    const checker = checkerOf();
+    const read = checker.read(file);
     if ("problem" in read) {
       throw new DistributorError(
         "source_invalid",
-        `Source bundle ${bundle.dir} changed during the run: ${file.path}: ${read.problem}. No output or state was written; run again once the bundle is complete.`,
+        `Source bundle ${checker.root} changed during the run: ${file.path}: ${read.problem}. No output or state was written; run again once the bundle is complete.`,
         { paths: [file.path] },
       );
     }

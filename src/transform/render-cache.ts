@@ -17,6 +17,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
+import { compareUtf8 } from "../paths.js";
 import { rendererFingerprint } from "./_renderer-fingerprint.js";
 
 /** What the cache remembers of one rendered document. */
@@ -69,7 +70,7 @@ export function renderKeys(
   transformed: ReadonlyMap<string, string>,
   documents: Iterable<RenderedDocument>,
 ): Map<string, string> {
-  const links = [...transformed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const links = [...transformed].sort(([a], [b]) => compareUtf8(a, b));
   const context = sha256Hex(JSON.stringify([FILE_VERSION, rendererFingerprint(), links]));
   const keys = new Map<string, string>();
   for (const { path, sha256, transform, allowHtml } of documents) {
