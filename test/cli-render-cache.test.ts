@@ -12,6 +12,7 @@ import {
   cleanupTempDirs,
   listFiles,
   readStateFile,
+  runCli,
   runCliJson,
   sha256,
 } from "./helpers/fixtures.js";
@@ -122,6 +123,13 @@ describe("render cache", () => {
       "skip_same",
     );
     assert.ok((await listFiles(s.root)).includes("index.html"));
+  });
+
+  test("run --help names the cache's variables", async () => {
+    const help = await runCli(["run", "--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /DISTRIBUTOR_CACHE_DIR/);
+    assert.match(help.stdout, /DISTRIBUTOR_CACHE=off/);
   });
 
   test("a cache directory that cannot be created does not fail the run", async () => {

@@ -103,6 +103,16 @@ function buildProgram(setExit: (code: number) => void): Command {
     .option("--verify", "re-hash outputs that look unchanged and rewrite those that drifted")
     .option("--json", "print exactly one JSON report on stdout")
     .option("--quiet", "print nothing on success and show no progress")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Render cache (Markdown digests, so that reruns need not render unchanged pages):",
+        "  DISTRIBUTOR_CACHE_DIR  where it lives (default: $XDG_CACHE_HOME/distributor or ~/.cache/distributor)",
+        "  DISTRIBUTOR_CACHE=off  neither read nor write it",
+        'See docs/cli.md, "Render cache".',
+      ].join("\n"),
+    )
     .action(async (flags: CommonFlags & RunFlags) => setExit(await runCommand(flags)));
 
   program
