@@ -86,3 +86,9 @@ export function exitCodeFor(code: ErrorCode): 1 | 2 {
 export function isDistributorError(value: unknown): value is DistributorError {
   return value instanceof DistributorError;
 }
+
+/** The errno code of a Node.js error (`ENOENT`, ...), if any. */
+export function errnoCode(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}

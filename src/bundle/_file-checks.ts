@@ -5,9 +5,11 @@
  * file that asynchronous calls need, and on the main thread for small bundles.
  * Read-only; every file is read at most once.
  */
-import { createHash, hash as cryptoHash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import path from "node:path";
+import { errnoCode } from "../errors.js";
+import { sha256Hex } from "../hashing.js";
 import { ancestorsOf } from "../paths.js";
 
 /** What a check needs to know about a listed file. */
@@ -20,22 +22,7 @@ export interface FileToCheck {
 
 const READ_CHUNK = 1024 * 1024;
 // O_NONBLOCK so that a FIFO planted in a bundle cannot hang the open.
-const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-/**
- * Hex SHA-256 of `bytes` in one call: `crypto.hash` (Node.js 20.12 and later)
- * skips creating a Hash object, which is most of the cost for small files.
- */
-function oneShotSha256(bytes: Uint8Array): string {
-  return typeof cryptoHash === "function"
-    ? cryptoHash("sha256", bytes, "hex")
-    : createHash("sha256").update(bytes).digest("hex");
-}
-
-/** The errno code of a Node.js fs error (`ENOENT`...), if any. */
-export function errorCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | undefined)?.code;
-}
+export const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /** Why the directory `dir` of the bundle cannot hold listed files; null when fine. */
 function directoryProblem(root: string, dir: string): string | null {
@@ -45,13 +32,13 @@ function directoryProblem(root: string, dir: string): string | null {
     if (!stats.isDirectory()) return `missing ('${dir}' is not a directory)`;
     return null;
   } catch (error) {
-    if (errorCode(error) === "ENOENT") return "missing";
-    return `unreadable (${errorCode(error) ?? String(error)})`;
+    if (errnoCode(error) === "ENOENT") return "missing";
+    return `unreadable (${errnoCode(error) ?? String(error)})`;
   }
 }
 
 function openProblem(error: unknown): string {
-  switch (errorCode(error)) {
+  switch (errnoCode(error)) {
     case "ENOENT":
       return "missing";
     case "ELOOP":
@@ -59,7 +46,7 @@ function openProblem(error: unknown): string {
     case "ENOTDIR":
       return "missing (a parent is not a directory)";
     default:
-      return `unreadable (${errorCode(error) ?? String(error)})`;
+      return `unreadable (${errnoCode(error) ?? String(error)})`;
   }
 }
 
@@ -104,7 +91,7 @@ export class FileChecker {
         // The whole file in one read (a short read of a regular file is its
         // end): hashed in one call, without a streaming hash object.
         if (first !== file.size) return sizeProblem(file, first);
-        return digestProblem(file, oneShotSha256(this.#buffer.subarray(0, first)));
+        return digestProblem(file, sha256Hex(this.#buffer.subarray(0, first)));
       }
       const hash = createHash("sha256");
       let size = 0;
@@ -123,9 +110,10 @@ export class FileChecker {
    * used is exactly what was verified. Memory is bounded by the listed size.
    */
   read(file: FileToCheck): { problem: string } | { bytes: Buffer } {
-    let bytes: Buffer | undefined;
+    // Allocated only once fstat has confirmed the listed size.
+    let content = Buffer.alloc(0);
     const problem = this.#withOpenFile(file, (fd) => {
-      const content = Buffer.allocUnsafe(file.size);
+      content = Buffer.allocUnsafe(file.size);
       let size = 0;
       while (size < file.size) {
         const n = readSync(fd, content, size, file.size - size, size);
@@ -135,10 +123,9 @@ export class FileChecker {
       // A file that grew since fstat has more to read.
       if (this.#read(fd, size) > 0)
         return `changed while being read (longer than ${file.size} bytes)`;
-      bytes = content;
-      return digestProblem(file, createHash("sha256").update(content).digest("hex"));
+      return digestProblem(file, sha256Hex(content));
     });
-    return problem === null && bytes ? { bytes } : { problem: problem ?? "unreadable" };
+    return problem === null ? { bytes: content } : { problem };
   }
 
   /** Parent checks, open (no symlink), fstat and size check, then `readContent` on the open file. */
@@ -157,7 +144,7 @@ export class FileChecker {
       if (stats.size !== file.size) return sizeProblem(file, stats.size);
       return readContent(fd);
     } catch (error) {
-      return `unreadable (${errorCode(error) ?? String(error)})`;
+      return `unreadable (${errnoCode(error) ?? String(error)})`;
     } finally {
       closeSync(fd);
     }

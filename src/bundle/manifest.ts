@@ -6,7 +6,7 @@
 
 import { z } from "zod";
 import { DistributorError } from "../errors.js";
-import { sha256Digest } from "../hashing.js";
+import { SHA256_DIGEST, sha256Digest } from "../hashing.js";
 import type { ManifestFile, SourceIdentity } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
 import { isRfc3339 } from "../timestamps.js";
@@ -20,7 +20,6 @@ export interface Manifest {
 }
 
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
-const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
 const fileSchema = z.strictObject(
   {
     path: z.string({ error: "must be a string" }).superRefine((value, ctx) => {
@@ -33,7 +32,7 @@ const fileSchema = z.strictObject(
       .refine((n) => n >= 0, "must be 0 or greater"),
     sha256: z
       .string({ error: "must be a string" })
-      .regex(SHA256_PATTERN, 'must be "sha256:" followed by 64 lowercase hex digits'),
+      .regex(SHA256_DIGEST, 'must be "sha256:" followed by 64 lowercase hex digits'),
     media_type: z.string({ error: "must be a string" }).min(1, "must not be empty").optional(),
   },
   {

@@ -4,17 +4,13 @@
  * before anything is written anywhere. The bundle is only ever opened read-only.
  */
 
-import { constants } from "node:fs";
 import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
-import { DistributorError } from "../errors.js";
+import { DistributorError, errnoCode } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
-import { errorCode, FileChecker } from "./_file-checks.js";
+import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
 import { type CheckOptions, checkFiles } from "./_parallel-checks.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
-
-// O_NONBLOCK so that a FIFO planted in a bundle cannot hang the open.
-const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 async function resolveBundleDir(dir: string): Promise<string> {
   const absolute = path.resolve(dir);
@@ -23,10 +19,10 @@ async function resolveBundleDir(dir: string): Promise<string> {
     const real = await realpath(absolute);
     if ((await lstat(real)).isDirectory()) return real;
   } catch (error) {
-    if (errorCode(error) !== "ENOENT" && errorCode(error) !== "ENOTDIR") {
+    if (errnoCode(error) !== "ENOENT" && errnoCode(error) !== "ENOTDIR") {
       throw new DistributorError(
         "source_invalid",
-        `Source bundle ${absolute} cannot be read (${errorCode(error) ?? String(error)}). Check its permissions.`,
+        `Source bundle ${absolute} cannot be read (${errnoCode(error) ?? String(error)}). Check its permissions.`,
         { cause: error },
       );
     }
@@ -44,11 +40,11 @@ async function readManifestBytes(root: string): Promise<Uint8Array> {
     handle = await open(where, NO_FOLLOW_READ);
   } catch (error) {
     const reason =
-      errorCode(error) === "ENOENT"
+      errnoCode(error) === "ENOENT"
         ? "has no manifest.json"
-        : errorCode(error) === "ELOOP"
+        : errnoCode(error) === "ELOOP"
           ? "has a manifest.json that is a symlink (it must be a regular file)"
-          : `has an unreadable manifest.json (${errorCode(error) ?? String(error)})`;
+          : `has an unreadable manifest.json (${errnoCode(error) ?? String(error)})`;
     throw new DistributorError(
       "source_invalid",
       `Source bundle ${root} ${reason}. A bundle is a directory with manifest.json at its top; see docs/manifest.md.`,

@@ -3,12 +3,13 @@
  * broken rule is reported with its exact location, e.g.
  * `outputs[2].sha256: not a lowercase sha256:<64 hex> digest`.
  */
+
+import { SHA256_DIGEST } from "../hashing.js";
 import { TRANSFORM_IDS } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
 import { isRfc3339 } from "../timestamps.js";
 
 export const SLUG = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
-export const DIGEST = /^sha256:[0-9a-f]{64}$/;
 /** SPEC §2: a manifest id is 1–200 characters of [A-Za-z0-9._-]. */
 const SOURCE_ID = /^[A-Za-z0-9._-]{1,200}$/;
 
@@ -22,7 +23,7 @@ const string: Check = (v) => (typeof v === "string" ? null : "must be a string")
 const timestamp: Check = (v) =>
   typeof v === "string" && isRfc3339(v) ? null : "not an RFC 3339 timestamp";
 const digest: Check = (v) =>
-  typeof v === "string" && DIGEST.test(v) ? null : "not a lowercase sha256:<64 hex> digest";
+  typeof v === "string" && SHA256_DIGEST.test(v) ? null : "not a lowercase sha256:<64 hex> digest";
 const slug: Check = (v) =>
   typeof v === "string" && SLUG.test(v)
     ? null

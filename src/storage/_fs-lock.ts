@@ -12,9 +12,9 @@
 import { randomBytes } from "node:crypto";
 import { lstat, mkdir, open, readFile, rm, unlink } from "node:fs/promises";
 import path from "node:path";
-import { LockedError, type LockHolder } from "../errors.js";
+import { errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
-import { errnoCode, storageError } from "./_fs-paths.js";
+import { storageError } from "./_fs-paths.js";
 import {
   currentLockHolder,
   isStaleLockHolder,

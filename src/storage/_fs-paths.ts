@@ -7,18 +7,12 @@
 import { lstatSync, type Stats } from "node:fs";
 import { lstat } from "node:fs/promises";
 import path from "node:path";
-import { DistributorError } from "../errors.js";
+import { DistributorError, errnoCode } from "../errors.js";
 import { ancestorsOf } from "../paths.js";
 
 // C0 controls and DEL; NUL is among them.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
 const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** The errno code of a Node error (`ENOENT`, ...), if any. */
-export function errnoCode(error: unknown): string | undefined {
-  const code = (error as NodeJS.ErrnoException | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
 
 /**
  * Why `relPath` could escape the root or name no file, or `null` when it is safe

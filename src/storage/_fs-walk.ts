@@ -12,7 +12,8 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { mapLimit } from "../concurrency.js";
-import { errnoCode, storageError } from "./_fs-paths.js";
+import { errnoCode } from "../errors.js";
+import { storageError } from "./_fs-paths.js";
 import type { StorageEntry } from "./driver.js";
 
 const DIR_CONCURRENCY = 8;

@@ -17,13 +17,12 @@ import {
 } from "node:fs";
 import { chmod, copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { DistributorError } from "../errors.js";
+import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
 import { TEMP_PREFIX } from "../paths.js";
 import {
   checkAncestors,
   checkAncestorsSync,
-  errnoCode,
   resolveInside,
   storageError,
   unsafeAncestorError,

@@ -19,6 +19,7 @@ import https from "node:https";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { getEndpointFromInstructions } from "@smithy/core/endpoints";
 import { SignatureV4 } from "@smithy/signature-v4";
+import { SHA256_DIGEST } from "../hashing.js";
 import { withRetries } from "./_s3-client.js";
 
 export interface DirectPutSettings {
@@ -57,8 +58,6 @@ class NodeSha256 {
     return new Uint8Array(this.#hash.digest());
   }
 }
-
-const KNOWN_DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 interface Target {
   url: URL;
@@ -143,7 +142,7 @@ export class DirectPut {
     // A known digest is sent as the payload hash, so the server refuses bytes
     // that are not the ones verified (XAmzContentSHA256Mismatch) instead of
     // storing them under the verified digest.
-    const hex = KNOWN_DIGEST.test(params.sha256 ?? "")
+    const hex = SHA256_DIGEST.test(params.sha256 ?? "")
       ? (params.sha256 as string).slice("sha256:".length)
       : createHash("sha256").update(body).digest("hex");
     const base = url.pathname.endsWith("/") ? url.pathname : `${url.pathname}/`;

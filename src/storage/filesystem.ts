@@ -16,12 +16,11 @@ import { constants } from "node:fs";
 import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
-import { DistributorError } from "../errors.js";
+import { DistributorError, errnoCode } from "../errors.js";
 import { ancestorsOf, LOCK_FILE } from "../paths.js";
 import { acquireFsLock, readFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
-  errnoCode,
   resolveInside,
   storageError,
   unsafeAncestorError,

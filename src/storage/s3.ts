@@ -11,7 +11,9 @@ import {
   type HeadObjectCommandOutput,
   type S3Client,
 } from "@aws-sdk/client-s3";
+
 import { DistributorError, type LockHolder } from "../errors.js";
+import { SHA256_DIGEST } from "../hashing.js";
 import type { OutputContent } from "../model.js";
 import { LOCK_FILE } from "../paths.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
@@ -35,7 +37,6 @@ import type {
 } from "./driver.js";
 
 const MiB = 1024 * 1024;
-const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 export interface S3DriverOptions {
   bucket: string;
@@ -236,7 +237,7 @@ class S3Driver implements StorageDriver {
     if (head === null) return null;
     const recorded = head.Metadata?.sha256;
     // Anything but a well-formed digest (another tool's metadata) means "hash it".
-    const sha256 = recorded !== undefined && SHA256_PATTERN.test(recorded) ? recorded : null;
+    const sha256 = recorded !== undefined && SHA256_DIGEST.test(recorded) ? recorded : null;
     return { size: head.ContentLength ?? 0, sha256 };
   }
 

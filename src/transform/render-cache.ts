@@ -13,10 +13,11 @@
  * cache, and a cache that cannot be written is left as it was. Neither ever
  * fails a run, and `DISTRIBUTOR_CACHE=off` turns it off.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
+import { SHA256_DIGEST, sha256Hex } from "../hashing.js";
 import { compareUtf8 } from "../paths.js";
 import { rendererFingerprint } from "./_renderer-fingerprint.js";
 
@@ -35,7 +36,6 @@ const FILE_FORMAT = "distributor-render-cache";
 /** Bump when the key derivation or the file layout changes. */
 const FILE_VERSION = 1;
 const DAY_MS = 24 * 60 * 60 * 1000;
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 /** [sha256, size, day the entry was last used (days since the epoch)] */
 type Entry = [string, number, number];
@@ -89,10 +89,6 @@ export interface RenderedDocument {
   allowHtml: boolean;
 }
 
-function sha256Hex(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
 function today(): number {
   return Math.floor(Date.now() / DAY_MS);
 }
@@ -102,7 +98,7 @@ function isEntry(value: unknown): value is Entry {
     Array.isArray(value) &&
     value.length === 3 &&
     typeof value[0] === "string" &&
-    DIGEST.test(value[0]) &&
+    SHA256_DIGEST.test(value[0]) &&
     Number.isSafeInteger(value[1]) &&
     (value[1] as number) >= 0 &&
     Number.isSafeInteger(value[2])
