@@ -1,7 +1,8 @@
 /**
  * stopWrites (what the CLI's signal handlers call before releasing locks): once
  * it resolves, nothing more is written under any root by this process, worker
- * threads included. Its own file: stopping writes is for the whole process.
+ * threads included, and no apply step (unlessStopped) starts on any storage
+ * type. Its own file: stopping writes is for the whole process.
  */
 import assert from "node:assert/strict";
 import { readdir } from "node:fs/promises";
@@ -9,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { DistributorError } from "../src/errors.js";
+import { unlessStopped } from "../src/execution/locks.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { createFilesystemDriver, stopWrites } from "../src/storage/filesystem.js";
 import { cleanupTempDirs, tempDir } from "./helpers/fixtures.js";
@@ -50,4 +52,13 @@ test("after stopWrites, no write lands and none starts", async () => {
   for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);
   assert.ok(landed.length < 2000, "the stop interrupted the writes");
   await assert.rejects(driver.write("late.txt", bytes("late")), /Writing stopped/);
+  // Apply steps on any storage type (S3 included) go through unlessStopped.
+  let started = false;
+  await assert.rejects(
+    unlessStopped(async () => {
+      started = true;
+    }),
+    /Writing stopped/,
+  );
+  assert.equal(started, false, "no apply step starts after the stop");
 });

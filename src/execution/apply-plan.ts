@@ -21,6 +21,7 @@ import { STATE_FILE } from "../paths.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
 import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import { unlessStopped } from "./locks.js";
 import { writeState } from "./root-io.js";
 
 export interface ApplyOptions {
@@ -50,7 +51,7 @@ export async function applyPlan(
     // broken state), and outputs are then written into an empty root.
     // The old state goes too (it may be invalid, or not even a file); the claim
     // state below is then a create.
-    const results = await driver.deleteMany([...plan.deletes, STATE_FILE]);
+    const results = await unlessStopped(() => driver.deleteMany([...plan.deletes, STATE_FILE]));
     token = null;
     const failed = results.filter((result) => result.error !== undefined);
     if (failed.length > 0) {
@@ -61,7 +62,10 @@ export async function applyPlan(
       );
     }
   }
-  if (plan.claimState) token = await writeState(driver, plan.claimState, token);
+  if (plan.claimState) {
+    const claim = plan.claimState;
+    token = await unlessStopped(() => writeState(driver, claim, token));
+  }
   // The claim still records these paths: killed after this, a rerun finds them
   // missing, drops their records as omitted, and writes the outputs.
   await clearTheWay(driver, plan);
@@ -70,7 +74,7 @@ export async function applyPlan(
   // A fresh root's claim already is its final state (publish_new, force_replace).
   if (plan.finalState && plan.finalState !== plan.claimState) {
     const finalState = keepRecordsOf(plan, failedDeletes);
-    token = await writeState(driver, finalState, token);
+    token = await unlessStopped(() => writeState(driver, finalState, token));
   }
   return { failedDeletes, stateToken: token };
 }
@@ -93,10 +97,13 @@ async function writeOutputs(
         // run() renders every deferred output it will write before planning is final.
         throw new Error(`${output.path}: deferred content reached the executor`);
       }
-      await driver.write(output.path, output.content, {
-        contentType: output.mediaType,
-        sha256: output.sha256,
-      });
+      const content = output.content;
+      await unlessStopped(() =>
+        driver.write(output.path, content, {
+          contentType: output.mediaType,
+          sha256: output.sha256,
+        }),
+      );
       options.onOutputWritten?.(output);
     },
     { limit: options.concurrency ?? 8 },
@@ -130,7 +137,7 @@ function alternateDirectories<T extends { path: string }>(writes: readonly T[]):
 /** Deletes the outputs need out of their way; any failure stops the run before a write. */
 async function clearTheWay(driver: StorageDriver, plan: RunPlan): Promise<void> {
   if (plan.deletesFirst.length === 0) return;
-  const failed = (await driver.deleteMany(plan.deletesFirst)).filter(
+  const failed = (await unlessStopped(() => driver.deleteMany(plan.deletesFirst))).filter(
     (result) => result.error !== undefined,
   );
   if (failed.length === 0) return;
@@ -148,7 +155,7 @@ async function deleteOmitted(
   const first = new Set(plan.deletesFirst);
   const rest = plan.deletes.filter((path) => !first.has(path));
   if (rest.length === 0) return [];
-  const results = await driver.deleteMany(rest);
+  const results = await unlessStopped(() => driver.deleteMany(rest));
   return results
     .filter((result) => result.error !== undefined)
     .map((result) => ({ path: result.path, message: result.error ?? "" }));

@@ -5,7 +5,7 @@
  */
 
 import type { LockHandle, StorageDriver } from "../storage/driver.js";
-import { stopWrites } from "../storage/filesystem.js";
+import { assertWritesAllowed, stopWrites } from "../storage/filesystem.js";
 
 /**
  * Locks held or being taken. An acquisition is registered before it starts: the
@@ -65,6 +65,40 @@ export async function releaseAllLocks(): Promise<void> {
   await Promise.allSettled([...held].map((acquisition) => releaseOne(acquisition)));
 }
 
+/** Writes and deletes of apply steps in progress (see unlessStopped). */
+let inFlight = 0;
+const onSettled: (() => void)[] = [];
+/**
+ * How long a signal waits for writes already sent before releasing the locks.
+ * An S3 request cannot be taken back once sent; its timeouts bound it anyway.
+ */
+const STOP_WAIT_MS = 10_000;
+
+/**
+ * Run one storage write or delete of an apply step, unless a signal has stopped
+ * the process: then nothing starts and it throws storage_error. The signal
+ * handler waits for the steps already started before it releases the locks,
+ * on every storage type (stopWrites covers only the filesystem's own threads).
+ */
+export async function unlessStopped<T>(step: () => Promise<T>): Promise<T> {
+  assertWritesAllowed();
+  inFlight++;
+  try {
+    return await step();
+  } finally {
+    inFlight--;
+    if (inFlight === 0) for (const settle of onSettled.splice(0)) settle();
+  }
+}
+
+function stepsSettled(): Promise<void> {
+  if (inFlight === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    onSettled.push(resolve);
+    setTimeout(resolve, STOP_WAIT_MS).unref();
+  });
+}
+
 let handlersInstalled = false;
 let signalExitCode: number | null = null;
 
@@ -77,10 +111,12 @@ export function interruptedExitCode(): number | null {
 }
 
 /**
- * On SIGINT/SIGTERM: stop filesystem writes (worker threads included), release
- * held locks, then exit with 128+signal. Writes stop first so that nothing is
- * written under a root once its lock is gone. The plan's crash-safe ordering
- * makes an interrupted run converge on the next plain run.
+ * On SIGINT/SIGTERM: stop writes (no apply step starts any more, and the
+ * filesystem's worker threads end), wait up to STOP_WAIT_MS for the steps
+ * already started, release held locks, then exit with 128+signal. So nothing
+ * this process started is still being written under a root once its lock is
+ * gone (short of an S3 request outliving that wait). The plan's crash-safe
+ * ordering makes an interrupted run converge on the next plain run.
  */
 export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => void): void {
   if (handlersInstalled) return;
@@ -93,6 +129,7 @@ export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => voi
       signalExitCode = code;
       onSignal?.(signal);
       void stopWrites()
+        .then(stepsSettled)
         .then(releaseAllLocks)
         .finally(() => process.exit(code));
     });

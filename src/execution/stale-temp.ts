@@ -5,6 +5,7 @@
  */
 import { TEMP_PREFIX } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
+import { unlessStopped } from "./locks.js";
 
 /**
  * Delete the stale temporary files under the root. `listing`, when given, must
@@ -20,5 +21,5 @@ export async function removeStaleTempFiles(
   const stale = entries
     .filter((entry) => entry.path.slice(entry.path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX))
     .map((entry) => entry.path);
-  if (stale.length > 0) await driver.deleteMany(stale);
+  if (stale.length > 0) await unlessStopped(() => driver.deleteMany(stale));
 }

@@ -166,6 +166,8 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken> {
       if (!(error instanceof PoolUnavailable)) throw error;
     }
   }
+  // The pool may have been stopped by a signal while this write waited on it.
+  assertWritesAllowed();
   return writeSmallSync(request.root, request.relPath, request);
 }
 

@@ -36,7 +36,7 @@ import type {
   StoredBytes,
 } from "./driver.js";
 
-export { stopWrites } from "./_fs-write-pool.js";
+export { assertWritesAllowed, stopWrites } from "./_fs-write-pool.js";
 
 export interface FilesystemDriverOptions {
   /** Absolute path of the destination root (`<storage.root>/<path>`). It need not exist yet. */
