@@ -2,7 +2,8 @@
 import { availableParallelism } from "node:os";
 
 /**
- * Default bound for I/O on many files (destination checks, deletes): enough to
+ * Default bound for I/O on many files (hashing destination outputs for
+ * `run --verify`; other callers pass their own limit): enough to
  * keep a disk or a connection pool busy, few enough that thousands of files never
  * hold thousands of handles.
  */

@@ -6,7 +6,7 @@
  * file costs a trip through libuv's thread pool.
  */
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import { onWorkerOrHere } from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
 
 /** What one worker is sent. */
@@ -67,29 +67,16 @@ function shardsOf(files: readonly FileToCheck[], count: number) {
  * limits, out of memory) does not fail the run: its shard is checked here.
  */
 function checkInWorker(input: ShardInput): Promise<(string | null)[]> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const fallback = () => {
-      if (settled) return;
-      settled = true;
-      resolve(new FileChecker(input.root).checkAll(input.files));
-    };
-    let worker: Worker;
-    try {
-      worker = new Worker(new URL("./_verify-worker.js", import.meta.url), { workerData: input });
-    } catch {
-      fallback();
-      return;
-    }
-    worker.once("message", (problems: unknown) => {
-      // Anything but one answer per file is a broken worker, never "all good".
-      if (!Array.isArray(problems) || problems.length !== input.files.length) return fallback();
-      settled = true;
-      resolve(problems as (string | null)[]);
-    });
-    worker.once("error", fallback);
-    worker.once("exit", fallback);
-  });
+  return onWorkerOrHere(
+    new URL("./_verify-worker.js", import.meta.url),
+    input,
+    // Anything but one answer per file is a broken worker, never "all good".
+    (problems) =>
+      Array.isArray(problems) && problems.length === input.files.length
+        ? (problems as (string | null)[])
+        : null,
+    () => new FileChecker(input.root).checkAll(input.files),
+  );
 }
 
 /**

@@ -10,9 +10,9 @@
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
 import { mapLimit } from "../concurrency.js";
 import { errnoCode } from "../errors.js";
+import { onWorkerOrHere } from "../threads.js";
 import { storageError } from "./_fs-paths.js";
 import type { StorageEntry } from "./driver.js";
 
@@ -59,36 +59,15 @@ export function walkTreeSync(root: string): StorageEntry[] {
 /**
  * The walk on a worker thread, for a caller that has CPU work of its own
  * meanwhile (parsing a large state): the lstats are kernel work that the other
- * core can do. A worker that cannot start, fails or dies leaves the walk to
- * this thread, which then also reports any error the walk meets.
+ * core can do (see onWorkerOrHere for what happens when a worker fails).
  */
 export function walkTreeOffThread(root: string): Promise<StorageEntry[]> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const fallback = () => {
-      if (settled) return;
-      settled = true;
-      walkTree(root).then(resolve, reject);
-    };
-    let worker: Worker;
-    try {
-      worker = new Worker(new URL("./_fs-walk-worker.js", import.meta.url), {
-        workerData: { root },
-      });
-    } catch {
-      fallback();
-      return;
-    }
-    worker.once("message", (packed: PackedEntries) => {
-      if (settled) return;
-      const entries = unpackEntries(packed);
-      if (entries === null) return fallback();
-      settled = true;
-      resolve(entries);
-    });
-    worker.once("error", fallback);
-    worker.once("exit", fallback);
-  });
+  return onWorkerOrHere(
+    new URL("./_fs-walk-worker.js", import.meta.url),
+    { root },
+    (message) => unpackEntries(message as PackedEntries),
+    () => walkTree(root),
+  );
 }
 
 /**

@@ -54,7 +54,7 @@ function directoryHash(relPath: string): number {
 
 class WritePool {
   readonly #workers: PoolWorker[] = [];
-  readonly #pending = new Map<number, Pending & { worker: PoolWorker }>();
+  readonly #pending = new Map<number, Pending>();
   #nextId = 0;
   #broken = false;
 
@@ -77,7 +77,7 @@ class WritePool {
     ] as PoolWorker;
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, worker: target });
+      this.#pending.set(id, { resolve, reject });
       if (target.inFlight++ === 0) target.worker.ref();
       target.worker.postMessage({ id, ...request });
     });
@@ -114,6 +114,13 @@ class WritePool {
     );
   }
 
+  /**
+   * A worker failed: the pool stops taking writes, and every pending one is
+   * rejected with PoolUnavailable so that its caller writes it on this thread.
+   * The other workers are terminated without waiting; one may still finish a
+   * write that is then done again here, which is harmless (same bytes, its own
+   * temp name, an atomic rename).
+   */
   #fail(): void {
     if (this.#broken) return;
     this.#broken = true;
