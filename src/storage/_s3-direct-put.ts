@@ -13,69 +13,33 @@
  * through the same classification as every other S3 call (_s3-errors.ts).
  * Conditional writes (state, lock) stay on the SDK.
  */
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { getEndpointFromInstructions } from "@smithy/core/endpoints";
+import { escapeUriPath } from "@smithy/core/protocols";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { SHA256_DIGEST } from "../hashing.js";
 import { withRetries } from "./_s3-client.js";
 
-export interface DirectPutSettings {
+interface DirectPutSettings {
   bucket: string;
   maxConcurrency: number;
   idleTimeoutMs: number;
 }
 
-export interface DirectPutParams {
+interface DirectPutParams {
   key: string;
   contentType?: string;
   /** `sha256:<hex>` of `body` when known: sent as metadata and reused as the payload hash. */
   sha256?: string;
 }
 
-type SourceData = string | ArrayBuffer | ArrayBufferView;
-
-function bytesOf(data: SourceData): string | Uint8Array {
-  if (typeof data === "string") return data;
-  if (ArrayBuffer.isView(data))
-    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  return new Uint8Array(data);
-}
-
-/** The SHA-256 constructor the signer expects (HMAC when given a secret). */
-class NodeSha256 {
-  readonly #hash: ReturnType<typeof createHash> | ReturnType<typeof createHmac>;
-  constructor(secret?: SourceData) {
-    this.#hash =
-      secret === undefined ? createHash("sha256") : createHmac("sha256", bytesOf(secret));
-  }
-  update(data: SourceData): void {
-    this.#hash.update(bytesOf(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
 interface Target {
   url: URL;
   signer: SignatureV4;
   agent: http.Agent;
-}
-
-/** S3's key escaping: every character but unreserved ones and `/`. */
-function escapeKey(key: string): string {
-  return key
-    .split("/")
-    .map((segment) =>
-      encodeURIComponent(segment).replace(
-        /[!'()*]/g,
-        (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-      ),
-    )
-    .join("/");
 }
 
 /** An error shaped like the SDK's service errors, for _s3-errors.ts. */
@@ -95,8 +59,6 @@ export class DirectPut {
   readonly #client: S3Client;
   readonly #settings: DirectPutSettings;
   #target: Promise<Target> | undefined;
-  /** Server time minus local time, learnt from a RequestTimeTooSkewed answer. */
-  #clockOffsetMs = 0;
 
   constructor(client: S3Client, settings: DirectPutSettings) {
     this.#client = client;
@@ -108,7 +70,10 @@ export class DirectPut {
     return withRetries(() => this.#attempt(params, body));
   }
 
-  /** The bucket's endpoint and signer, resolved once by the SDK's own rules. */
+  /**
+   * The bucket's endpoint and signer, resolved once by the SDK's own rules. A
+   * failed resolution is not kept: the next put (or retry) tries again.
+   */
   #resolveTarget(): Promise<Target> {
     this.#target ??= (async () => {
       const config = this.#client.config;
@@ -124,7 +89,7 @@ export class DirectPut {
         service: "s3",
         region: scheme?.signingRegion ?? (await config.region()),
         credentials: config.credentials,
-        sha256: NodeSha256,
+        sha256: config.sha256,
         // S3 signs the path as sent, escaped once.
         uriEscapePath: false,
         applyChecksum: false,
@@ -133,7 +98,10 @@ export class DirectPut {
       const Agent = url.protocol === "https:" ? https.Agent : http.Agent;
       const agent = new Agent({ keepAlive: true, maxSockets: this.#settings.maxConcurrency });
       return { url, signer, agent };
-    })();
+    })().catch((error: unknown) => {
+      this.#target = undefined;
+      throw error;
+    });
     return this.#target;
   }
 
@@ -158,12 +126,13 @@ export class DirectPut {
       protocol: url.protocol,
       hostname: url.hostname,
       port: url.port === "" ? undefined : Number(url.port),
-      path: `${base}${escapeKey(params.key)}`,
+      path: `${base}${escapeUriPath(params.key)}`,
       query: {},
       headers,
     };
     const signed = await signer.sign(request, {
-      signingDate: new Date(Date.now() + this.#clockOffsetMs),
+      // The same clock correction the SDK's own requests use (and learn).
+      signingDate: new Date(Date.now() + (this.#client.config.systemClockOffset ?? 0)),
     });
     return this.#send(url, agent, signed, body);
   }
@@ -212,6 +181,6 @@ export class DirectPut {
 
   #learnClock(serverDate: string | undefined): void {
     const server = serverDate === undefined ? Number.NaN : Date.parse(serverDate);
-    if (!Number.isNaN(server)) this.#clockOffsetMs = server - Date.now();
+    if (!Number.isNaN(server)) this.#client.config.systemClockOffset = server - Date.now();
   }
 }

@@ -49,7 +49,6 @@ export async function deleteKeys(
  */
 export class S3Keyspace {
   readonly bucket: string;
-  readonly prefix: string;
   /** `s3://bucket/prefix/`, as reports show the root. */
   readonly root: string;
   /** `prefix/` ("" for the whole bucket): what every key starts with. */
@@ -62,7 +61,6 @@ export class S3Keyspace {
       throw new DistributorError("config_invalid", `S3 prefix "${prefix}" ${problem}.`);
     }
     this.bucket = bucket;
-    this.prefix = prefix;
     this.keyPrefix = prefix === "" ? "" : `${prefix}/`;
     this.root = `s3://${bucket}/${this.keyPrefix}`;
   }
@@ -85,7 +83,12 @@ export class S3Keyspace {
 
   /** `s3://bucket/key` of a path, for messages. */
   location(path: string): string {
-    return `s3://${this.bucket}/${this.key(path)}`;
+    return this.locationOfKey(this.key(path));
+  }
+
+  /** `s3://bucket/key` of a key already checked by `key`. */
+  locationOfKey(key: string): string {
+    return `s3://${this.bucket}/${key}`;
   }
 
   /** A failed request as a storage_error naming the operation and object (DistributorErrors pass). */

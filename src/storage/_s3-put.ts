@@ -1,8 +1,9 @@
 /**
  * Single-request uploads of small bodies. A small source file is read whole
  * with synchronous calls (from the page cache that costs less than opening a
- * stream through the thread pool, and a Buffer body lets the SDK retry by
- * itself) and sent as one PutObject.
+ * stream through the thread pool, and an in-memory body can be sent again on
+ * a retry). Conditional ones go as one PutObject through the SDK (putBytes);
+ * unconditional ones through _s3-direct-put.ts.
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";

@@ -64,9 +64,15 @@ export async function sendObject(
     location: target.location,
     path: target.path,
   };
-  const small = readSmallFile(upload, Math.min(SMALL_FILE, target.multipartThreshold));
-  if (small !== null) return putSmall(small);
-  if ((await sourceFileSize(upload)) < target.multipartThreshold) return putFile(upload);
+  // The verified size, when the content carries it, picks the path without
+  // opening the file once more just to learn its size.
+  const limit = Math.min(SMALL_FILE, target.multipartThreshold);
+  if (content.size === undefined || content.size < limit) {
+    const small = readSmallFile(upload, limit);
+    if (small !== null) return putSmall(small);
+  }
+  const size = content.size ?? (await sourceFileSize(upload));
+  if (size < target.multipartThreshold) return putFile(upload);
   if (options.ifMatch !== undefined) await target.checkPrecondition();
   return uploadFileMultipart(upload, target.multipartThreshold);
 }

@@ -48,7 +48,11 @@ export interface S3DriverOptions {
   endpoint?: string;
   /** Path-style URLs (`endpoint/bucket/key`), needed by most self-hosted servers. */
   forcePathStyle?: boolean;
-  /** Parallel connections to the server (the HTTP agent's maxSockets). Default 16. */
+  /**
+   * Parallel connections to the server per connection pool (maxSockets of the
+   * SDK's agent, and of the direct-PUT path's for small unconditional PUTs).
+   * Default 16.
+   */
   maxConcurrency?: number;
   /**
    * Files of this size or more go up as a multipart upload (parts of 5–16 MiB,
@@ -155,8 +159,10 @@ class S3Driver implements StorageDriver {
   }
 
   /**
-   * Bytes go up as one PutObject; a file is streamed (ContentLength from fstat),
-   * as a multipart upload from `multipartThreshold` on. `ifMatch` becomes
+   * How the bytes go up is _s3-write.ts's choice: small content as one PUT
+   * (straight over HTTP when unconditional, through the SDK when
+   * conditional), a larger file streamed as one PutObject, and from
+   * `multipartThreshold` on a multipart upload. `ifMatch` becomes
    * If-None-Match "*" or If-Match; a refused condition is `state_conflict`.
    */
   async write(
@@ -303,13 +309,14 @@ class S3Driver implements StorageDriver {
     content: OutputContent,
     options: WriteOptions,
   ): Promise<string | undefined> {
+    const key = this.keys.key(path);
     const target = {
       client: this.client,
       directPut: this.directPut,
       bucket: this.keys.bucket,
-      key: this.keys.key(path),
+      key,
       path,
-      location: this.keys.location(path),
+      location: this.keys.locationOfKey(key),
       multipartThreshold: this.multipartThreshold,
       checkPrecondition: () => this.checkPrecondition(path, options),
     };
