@@ -18,6 +18,7 @@ import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput } from "../model.js";
 import { STATE_FILE } from "../paths.js";
+import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
 import type { StorageDriver, VersionToken } from "../storage/driver.js";
@@ -84,15 +85,11 @@ async function writeOutputs(
   plan: RunPlan,
   options: ApplyOptions,
 ): Promise<void> {
-  const writes = alternateDirectories(
-    plan.changes.filter(
-      (change) => (change.change === "create" || change.change === "update") && change.output,
-    ),
-  );
+  const writes = alternateDirectories(writesOf(plan.changes));
   await mapLimit(
     writes,
     async (change) => {
-      const output = change.output as PlannedOutput;
+      const output = change.output;
       if (output.content.type === "deferred") {
         // run() renders every deferred output it will write before planning is final.
         throw new Error(`${output.path}: deferred content reached the executor`);

@@ -9,7 +9,7 @@ import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput, SourceIdentity } from "../model.js";
-import { planRun, simulateApplied } from "../planning/plan-run.js";
+import { planRun, simulateApplied, writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import { bytesToWrite, type PairResult, type RunReport } from "../reporting/report.js";
 import { openDestination } from "../storage/create-driver.js";
@@ -171,7 +171,9 @@ async function planAndApply(
   // Outputs planned from the render cache are rendered before anything is
   // written, if they are to be written. One whose digest differs from the
   // cached one (a cache that was wrong) is planned again with the truth; each
-  // round renders at least one more output, so this ends.
+  // round renders at least one more output, so this ends. Planning again reads
+  // each root again (and re-hashes for --verify): acceptable on a path that a
+  // correct cache never takes, and simpler than keeping snapshots aside.
   while (!failing && !options.dryRun && renderWrites(all)) {
     plannedGroups = await planAll();
     all = plannedGroups.flatMap((entry) => entry.pairs);
@@ -191,11 +193,7 @@ async function planAndApply(
 function renderWrites(pairs: readonly PlannedPair[]): boolean {
   let differed = false;
   for (const { plan } of pairs) {
-    for (const change of plan.changes) {
-      if ((change.change === "create" || change.change === "update") && change.output) {
-        if (renderDeferred(change.output)) differed = true;
-      }
-    }
+    for (const { output } of writesOf(plan.changes)) if (renderDeferred(output)) differed = true;
   }
   return differed;
 }

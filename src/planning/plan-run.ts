@@ -31,6 +31,17 @@ export { simulateApplied } from "./simulate.js";
  * Reserved names (any segment starting with `.distributor.`) in the listing are
  * ignored everywhere.
  */
+/** A change that writes its output: a create or an update. */
+export type WriteChange = OutputChange & { output: PlannedOutput };
+
+/** The changes that write an output (creates and updates), in plan order. */
+export function writesOf(changes: readonly OutputChange[]): WriteChange[] {
+  return changes.filter(
+    (change): change is WriteChange =>
+      (change.change === "create" || change.change === "update") && change.output !== undefined,
+  );
+}
+
 export function planRun(input: RunPlanInput): RunPlan {
   const view = storageView(input.listing);
   if (input.force) return _planForce(input, view);

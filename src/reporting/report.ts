@@ -4,6 +4,7 @@
  */
 import type { ErrorReport } from "../errors.js";
 import type { Action, OutputChangeKind, OutputKind, SourceIdentity } from "../model.js";
+import { writesOf } from "../planning/plan-run.js";
 import type { OutputChange } from "../planning/types.js";
 import type { StateClass } from "../state/types.js";
 
@@ -87,10 +88,6 @@ export function countChanges(changes: readonly OutputChange[]): ChangeCounts {
 
 export function bytesToWrite(changes: readonly OutputChange[]): number {
   let total = 0;
-  for (const change of changes) {
-    if ((change.change === "create" || change.change === "update") && change.output) {
-      total += change.output.size;
-    }
-  }
+  for (const { output } of writesOf(changes)) total += output.size;
   return total;
 }
