@@ -129,6 +129,17 @@ describe("filesystem driver: construction and listing", () => {
   );
 
   it(
+    "lists in UTF-8 byte order when no name has a character beyond U+FFFF",
+    sandboxed(async ({ driver }) => {
+      for (const name of ["a/z.txt", "a.txt", "a-b.txt", "\u{e000}.txt", "Z.txt", "é.txt"]) {
+        await driver.write(name, bytes(name));
+      }
+      const paths = (await driver.list()).map((entry) => entry.path);
+      assert.deepEqual(paths, ["Z.txt", "a-b.txt", "a.txt", "a/z.txt", "é.txt", "\u{e000}.txt"]);
+    }),
+  );
+
+  it(
     "a listing on another thread (busyHere) is the same listing",
     sandboxed(async ({ root, outside, driver }) => {
       assert.deepEqual(await driver.list({ busyHere: true }), [], "a missing root");

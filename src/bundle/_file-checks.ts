@@ -1,6 +1,6 @@
 /**
  * The per-file half of bundle verification (SPEC §2), synchronous on purpose:
- * it runs inside verification worker threads (src/bundle/_verify-worker.ts),
+ * it runs on helper threads (src/bundle/_verify-job.ts, src/threads.ts),
  * where blocking costs nothing and saves the four thread-pool round trips per
  * file that asynchronous calls need, and on the main thread for small bundles.
  * Read-only; every file is read at most once.

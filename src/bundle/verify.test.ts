@@ -16,6 +16,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
+import { helperCounts } from "../threads.js";
 import { FileChecker } from "./_file-checks.js";
 import { writeTestBundle } from "./testing.js";
 import { loadBundle } from "./verify.js";
@@ -66,6 +67,13 @@ for (const workers of [0, 2])
           ["empty.txt", 0, undefined],
         ],
       );
+    });
+
+    test(`the checks ran ${workers === 0 ? "on this thread" : "on helper threads"}`, async () => {
+      const dir = await writeTestBundle({ "a.txt": "a", "b.txt": "b", "c.txt": "c" });
+      const before = helperCounts.onThreads;
+      await loadBundle(dir, { workers });
+      assert.equal(helperCounts.onThreads - before, workers);
     });
 
     test("files present but not listed do not matter", async () => {

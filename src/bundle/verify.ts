@@ -9,7 +9,7 @@ import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
 import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
-import { type CheckOptions, checkFiles } from "./_parallel-checks.js";
+import { type CheckOptions, checkFiles, prestartChecks } from "./_parallel-checks.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
 async function resolveBundleDir(dir: string): Promise<string> {
@@ -32,6 +32,12 @@ async function resolveBundleDir(dir: string): Promise<string> {
     `Source bundle ${absolute} does not exist or is not a directory. Point the pipeline's source (or run --source) at a directory holding manifest.json.`,
   );
 }
+
+/**
+ * A manifest this big lists more files than are checked on the calling thread
+ * (about 500 at 100-150 bytes each), so helper threads will verify them.
+ */
+const PRESTART_MANIFEST_BYTES = 64 * 1024;
 
 async function readManifestBytes(root: string): Promise<Uint8Array> {
   const where = path.join(root, MANIFEST_FILE);
@@ -75,7 +81,9 @@ async function readManifestBytes(root: string): Promise<Uint8Array> {
  */
 export async function openBundle(dir: string): Promise<SourceBundle> {
   const root = await resolveBundleDir(dir);
-  const manifest = parseManifest(await readManifestBytes(root), {
+  const bytes = await readManifestBytes(root);
+  if (bytes.byteLength > PRESTART_MANIFEST_BYTES) prestartChecks();
+  const manifest = parseManifest(bytes, {
     where: path.join(root, MANIFEST_FILE),
   });
   return { dir: root, identity: manifest.identity, files: manifest.files };

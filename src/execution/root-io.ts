@@ -8,6 +8,7 @@ import { classifyState } from "../state/read.js";
 import type { CatalogState, ClassifiedState } from "../state/types.js";
 import { serializeState } from "../state/write.js";
 import type { StorageDriver, StorageEntry, StoredBytes, VersionToken } from "../storage/driver.js";
+import { hasIdleHelper } from "../threads.js";
 
 export interface RootSnapshot {
   listing: StorageEntry[];
@@ -21,6 +22,16 @@ export interface RootSnapshot {
  * thread to list the root meanwhile costs (about 40 ms).
  */
 const LIST_ALONGSIDE_STATE_BYTES = 4 * 1024 * 1024;
+/**
+ * With a helper thread already started (verification of a large bundle leaves
+ * them), listing there pays off as soon as parsing takes a few milliseconds.
+ */
+const LIST_ON_IDLE_HELPER_STATE_BYTES = 256 * 1024;
+
+function listAlongside(stateBytes: number): boolean {
+  if (stateBytes > LIST_ALONGSIDE_STATE_BYTES) return true;
+  return stateBytes > LIST_ON_IDLE_HELPER_STATE_BYTES && hasIdleHelper();
+}
 
 /**
  * The root's listing and classified state, read under the run's lock. The
@@ -37,9 +48,7 @@ export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
     // A symlink or special file is never read; the listing says which it was.
     readError = { error };
   }
-  const listingPromise = driver.list({
-    busyHere: (stored?.bytes.byteLength ?? 0) > LIST_ALONGSIDE_STATE_BYTES,
-  });
+  const listingPromise = driver.list({ busyHere: listAlongside(stored?.bytes.byteLength ?? 0) });
   // Parsing throws nothing (bad bytes classify as invalid), so the listing
   // promise is always awaited below.
   const state = stored ? classifyState({ bytes: stored.bytes }) : null;
