@@ -140,6 +140,22 @@ describe("filesystem driver: construction and listing", () => {
   );
 
   it(
+    "a listing shared out to helper threads (busyHere) is the same listing",
+    sandboxed(async ({ root, outside, driver }) => {
+      // Enough directories that the walk is dealt out by subtree, not by file.
+      for (let i = 0; i < 40; i++) {
+        await driver.write(`d${i}/f.txt`, bytes(`${i}`));
+        await driver.write(`d${i}/sub/g${i}.txt`, bytes(`g${i}`));
+      }
+      await driver.write("top.txt", bytes("top"));
+      await symlink(outside, path.join(root, "d7", "link"));
+      const here = await driver.list();
+      assert.equal(here.length, 82);
+      assert.deepEqual(await driver.list({ busyHere: true }), here);
+    }),
+  );
+
+  it(
     "a listing on another thread (busyHere) is the same listing",
     sandboxed(async ({ root, outside, driver }) => {
       assert.deepEqual(await driver.list({ busyHere: true }), [], "a missing root");

@@ -9,9 +9,11 @@
  */
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
 import { errnoCode } from "../errors.js";
+import { compareUtf8 } from "../paths.js";
 import { onHelperOrHere } from "../threads.js";
 import { storageError } from "./_fs-paths.js";
 import type { StorageEntry } from "./driver.js";
@@ -42,12 +44,23 @@ export async function walkTree(root: string): Promise<StorageEntry[]> {
 }
 
 /**
- * The same walk, synchronous from start to end: for a worker thread
- * (walkTreeOffThread), where blocking costs nothing.
+ * What one helper thread lists: `leaves` (non-directories already found,
+ * to lstat) and the whole subtrees under `dirs`.
  */
-export function walkTreeSync(root: string): StorageEntry[] {
+export interface WalkShare {
+  root: string;
+  leaves: string[];
+  dirs: string[];
+}
+
+/** A share of the walk, synchronous from start to end, sorted: blocking costs nothing on a helper thread. */
+export function walkShareSync({ root, leaves, dirs }: WalkShare): StorageEntry[] {
   const entries: StorageEntry[] = [];
-  let level = [""];
+  for (const relPath of leaves) {
+    const entry = statLeaf(root, relPath);
+    if (entry !== null) entries.push(entry);
+  }
+  let level = dirs;
   while (level.length > 0) {
     const listings = level.map((dir) => readDirectorySync(root, dir));
     for (const listing of listings) for (const entry of listing.entries) entries.push(entry);
@@ -56,18 +69,94 @@ export function walkTreeSync(root: string): StorageEntry[] {
   return sortByUtf8Path(entries);
 }
 
+const MAX_HELPERS = 4;
+/** Directories per helper thread before the walk is shared out. */
+const DIRS_PER_HELPER = 8;
+
 /**
- * The walk on a worker thread, for a caller that has CPU work of its own
- * meanwhile (parsing a large state): the lstats are kernel work that the other
- * core can do (see onHelperOrHere for what happens when a helper fails).
+ * The top of the tree, read here with readdir alone (no lstat): level by
+ * level until a level holds `wantDirs` directories or the tree ends. One
+ * snapshot, so the shares made from it neither overlap nor leave gaps.
  */
-export function walkTreeOffThread(root: string): Promise<StorageEntry[]> {
-  return onHelperOrHere(
-    new URL("./_fs-walk-job.js", import.meta.url),
-    { root },
-    (message) => unpackEntries(message as PackedEntries),
-    () => walkTree(root),
+function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: string[] } {
+  const leaves: string[] = [];
+  let level = [""];
+  while (level.length > 0 && level.length < wantDirs) {
+    const next: string[] = [];
+    for (const dir of level) {
+      let dirents: Dirent[];
+      try {
+        dirents = readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true });
+      } catch (error) {
+        unreadableDirectory(root, dir, error); // throws unless the directory is gone
+        continue;
+      }
+      for (const dirent of dirents) {
+        const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
+        // isDirectory() is false for a symlink to a directory, so links are never descended.
+        (dirent.isDirectory() ? next : leaves).push(relPath);
+      }
+    }
+    level = next;
+  }
+  return { leaves, dirs: level };
+}
+
+/**
+ * The walk on helper threads, for a caller that has CPU work of its own
+ * meanwhile (parsing a large state): the lstats are kernel work that the
+ * other cores can do in parallel. The top of the tree is read here and dealt
+ * out; each helper lists and sorts its share, and the shares are merged. See
+ * onHelperOrHere for what happens when a helper fails.
+ */
+export async function walkTreeOffThread(
+  root: string,
+  helpers = Math.min(availableParallelism(), MAX_HELPERS),
+): Promise<StorageEntry[]> {
+  const top = splitTop(root, helpers * DIRS_PER_HELPER);
+  const shares: WalkShare[] = Array.from({ length: helpers }, (_, i) => ({
+    root,
+    leaves: top.leaves.filter((_, index) => index % helpers === i),
+    dirs: top.dirs.filter((_, index) => index % helpers === i),
+  }));
+  const parts = await Promise.all(
+    shares.map((share) =>
+      onHelperOrHere(
+        WALK_JOB,
+        share,
+        (message) => unpackEntries(message as PackedEntries),
+        () => walkShareSync(share),
+      ),
+    ),
   );
+  return mergeSorted(parts);
+}
+
+const WALK_JOB = new URL("./_fs-walk-job.js", import.meta.url);
+
+/** Merge lists that are each sorted by UTF-8 bytes of path into one. */
+function mergeSorted(lists: StorageEntry[][]): StorageEntry[] {
+  let merged = lists[0] ?? [];
+  for (const list of lists.slice(1)) {
+    const out: StorageEntry[] = [];
+    let i = 0;
+    let j = 0;
+    while (i < merged.length && j < list.length) {
+      const a = merged[i] as StorageEntry;
+      const b = list[j] as StorageEntry;
+      if (compareUtf8(a.path, b.path) <= 0) {
+        out.push(a);
+        i++;
+      } else {
+        out.push(b);
+        j++;
+      }
+    }
+    for (; i < merged.length; i++) out.push(merged[i] as StorageEntry);
+    for (; j < list.length; j++) out.push(list[j] as StorageEntry);
+    merged = out;
+  }
+  return merged;
 }
 
 /**
