@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { threadId } from "node:worker_threads";
-import { hasIdleHelper, helperCounts, onHelperOrHere } from "./threads.js";
+import { hasIdleHelper, helperCounts, onHelperOrHere, stopIdleHelpers } from "./threads.js";
 
 const JOB = new URL("./threads.fixtures.js", import.meta.url);
 
@@ -40,6 +40,16 @@ describe("helper threads", () => {
       assert.notEqual(await threadOf({}), threadId, "later jobs use helpers again");
     });
   }
+
+  test("stopIdleHelpers ends the waiting threads; the next job starts a new one", async () => {
+    const first = await threadOf({});
+    assert.equal(hasIdleHelper(), true);
+    stopIdleHelpers();
+    assert.equal(hasIdleHelper(), false);
+    const next = await threadOf({});
+    assert.notEqual(next, threadId);
+    assert.notEqual(next, first, "a new thread");
+  });
 
   test("an error of the job here reaches the caller", async () => {
     await assert.rejects(

@@ -14,6 +14,7 @@ import type { RunPlan } from "../planning/types.js";
 import { bytesToWrite, type PairResult, type RunReport } from "../reporting/report.js";
 import { openDestination } from "../storage/create-driver.js";
 import type { StorageDriver, StorageEntry, VersionToken } from "../storage/driver.js";
+import { stopIdleHelpers } from "../threads.js";
 import { formatTimestamp } from "../timestamps.js";
 import { planOutputs, renderDeferred } from "../transform/planned-outputs.js";
 import { RenderCache } from "../transform/render-cache.js";
@@ -186,6 +187,9 @@ async function planAndApply(
       options,
     );
   }
+  // Verification and listing are done: the apply step has no job for the
+  // helper threads, and would otherwise hold their memory at its peak.
+  stopIdleHelpers();
   return report(await applyGroups(plannedGroups, sources, options), true, options);
 }
 
