@@ -5,7 +5,7 @@
  * redoes on its own thread (where the error is reported properly).
  */
 import { parentPort } from "node:worker_threads";
-import type { HelperMessage, JobResult } from "./threads.js";
+import { type HelperMessage, JOB_FAILED, type JobResult } from "./threads.js";
 
 type RunJob = (input: unknown) => JobResult;
 
@@ -31,6 +31,6 @@ parentPort?.on("message", async (message: HelperMessage) => {
     const { value, transfer = [] } = (await jobModule(job))(input);
     parentPort?.postMessage(value, transfer);
   } catch {
-    parentPort?.postMessage({ jobFailed: true });
+    parentPort?.postMessage({ [JOB_FAILED]: true });
   }
 });

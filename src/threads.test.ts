@@ -41,6 +41,26 @@ describe("helper threads", () => {
     });
   }
 
+  test("an input that cannot be sent to a thread, or an answer accept throws on, runs here", async () => {
+    const before = { ...helperCounts };
+    const unsendable = { fn: () => 1 };
+    assert.equal(
+      await onHelperOrHere(
+        JOB,
+        unsendable,
+        () => 0,
+        () => threadId,
+      ),
+      threadId,
+    );
+    const throwing = () => {
+      throw new Error("accept failed");
+    };
+    assert.equal(await onHelperOrHere(JOB, {}, throwing, () => threadId), threadId);
+    assert.equal(helperCounts.here - before.here, 2);
+    assert.notEqual(await threadOf({}), threadId, "later jobs use helpers again");
+  });
+
   test("stopIdleHelpers ends the waiting threads; the next job starts a new one", async () => {
     const first = await threadOf({});
     assert.equal(hasIdleHelper(), true);

@@ -21,6 +21,9 @@ export interface JobResult {
   transfer?: ArrayBuffer[];
 }
 
+/** The answer of a helper whose job threw (or whose module failed to load). */
+export const JOB_FAILED = "distributorJobFailed";
+
 /** The message a helper thread is sent: a job, or only a job module to load. */
 export type HelperMessage = { job: string; input: unknown } | { preload: string };
 
@@ -113,6 +116,16 @@ function claimHelper(): Helper | null {
   return helper;
 }
 
+/** The answer as `accept` takes it; null for the failure marker, or when `accept` throws. */
+function acceptAnswer<T>(value: unknown, accept: (value: unknown) => T | null): T | null {
+  if (typeof value === "object" && value !== null && JOB_FAILED in value) return null;
+  try {
+    return accept(value);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Run the job module `job` with `input` on a helper thread (`accept` turns its
  * answer into the result, or null for a broken answer), else `here()`.
@@ -132,18 +145,26 @@ export function onHelperOrHere<T>(
   if (!helper) return runHere();
   const { worker } = helper;
   return new Promise<T | null>((resolve) => {
+    const events = ["message", "messageerror", "error", "exit"] as const;
     const settle = (result: T | null) => {
-      worker.off("message", onMessage);
-      worker.off("error", onFailure);
-      worker.off("exit", onFailure);
+      for (const event of events) worker.off(event, listeners[event]);
       resolve(result);
     };
-    const onMessage = (value: unknown) => settle(accept(value));
     const onFailure = () => settle(null);
-    worker.once("message", onMessage);
-    worker.once("error", onFailure);
-    worker.once("exit", onFailure);
-    worker.postMessage({ job: job.href, input } satisfies HelperMessage);
+    const listeners = {
+      message: (value: unknown) => settle(acceptAnswer(value, accept)),
+      // An answer that cannot be received here is as broken as none.
+      messageerror: onFailure,
+      error: onFailure,
+      exit: onFailure,
+    };
+    for (const event of events) worker.once(event, listeners[event]);
+    try {
+      worker.postMessage({ job: job.href, input } satisfies HelperMessage);
+    } catch {
+      // An input that cannot be sent (not cloneable) is done here.
+      onFailure();
+    }
   }).then((result) => {
     if (result === null) {
       retire(helper);

@@ -14,6 +14,7 @@ import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
+import { helperCounts } from "../src/threads.js";
 import { describeStorageConformance, rejectsWithCode } from "./storage-conformance.js";
 
 interface Sandbox {
@@ -151,7 +152,9 @@ describe("filesystem driver: construction and listing", () => {
       await symlink(outside, path.join(root, "d7", "link"));
       const here = await driver.list();
       assert.equal(here.length, 82);
+      const before = helperCounts.onThreads;
       assert.deepEqual(await driver.list({ busyHere: true }), here);
+      assert.ok(helperCounts.onThreads > before, "the shares were listed on helper threads");
     }),
   );
 

@@ -114,13 +114,18 @@ export async function walkTreeOffThread(
   helpers = Math.min(availableParallelism(), MAX_HELPERS),
 ): Promise<StorageEntry[]> {
   const top = splitTop(root, helpers * DIRS_PER_HELPER);
-  const shares: WalkShare[] = Array.from({ length: helpers }, (_, i) => ({
+  const shares: WalkShare[] = Array.from({ length: helpers }, () => ({
     root,
-    leaves: top.leaves.filter((_, index) => index % helpers === i),
-    dirs: top.dirs.filter((_, index) => index % helpers === i),
+    leaves: [],
+    dirs: [],
   }));
+  for (const [i, leaf] of top.leaves.entries())
+    (shares[i % helpers] as WalkShare).leaves.push(leaf);
+  for (const [i, dir] of top.dirs.entries()) (shares[i % helpers] as WalkShare).dirs.push(dir);
+  // An empty share (a small or missing root) would start a thread for nothing.
+  const work = shares.filter((share) => share.leaves.length > 0 || share.dirs.length > 0);
   const parts = await Promise.all(
-    shares.map((share) =>
+    work.map((share) =>
       onHelperOrHere(
         WALK_JOB,
         share,
