@@ -46,3 +46,19 @@ export function markdownTable(rows: readonly Row[]): string {
   );
   return [header, ...lines.map((line) => `| ${line} |`)].join("\n");
 }
+
+/**
+ * Samples this far apart mean the machine changed speed during the row (on
+ * the benchmark VM file creation alternates between two speeds, see
+ * docs/performance.md): the median, and so the ratio, may not be typical.
+ */
+const WIDE_SPREAD = 1.5;
+
+/** "4.70–42.00 s, …" when the samples spread WIDE_SPREAD or wider, else null. */
+export function spreadNote(values: readonly number[], unit: string): string | null {
+  if (values.length < 2) return null;
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  if (!(low > 0) || high / low < WIDE_SPREAD) return null;
+  return `${low.toFixed(2)}–${high.toFixed(2)} ${unit}: the median may not be typical`;
+}

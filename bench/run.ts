@@ -11,7 +11,7 @@ import path from "node:path";
 import { allCases } from "./_cases.js";
 import type { BenchCase, Comparison, Contender } from "./_kit.js";
 import { flushDisks, measure, median, toolAvailable, warmPageCache } from "./_measure.js";
-import { markdownTable, type Row } from "./_report.js";
+import { markdownTable, type Row, spreadNote } from "./_report.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
 interface Options {
@@ -111,6 +111,14 @@ function rowOf(
     if (peakRssMb !== null && peakRssMb > bench.rssLimitMb) met = false;
   }
   if (notes.some((note) => note.startsWith("distributor"))) met = false;
+  // Added after the check above: a wide spread questions the ratio, not the run.
+  for (const [label, values] of [
+    ["distributor", subject.values],
+    [comparison.anchor.label, anchor?.values ?? []],
+  ] as const) {
+    const spread = spreadNote(values, bench.unit);
+    if (spread) notes.push(`spread: ${label} ${spread}`);
+  }
   return {
     case: `${bench.id}. ${bench.title}`,
     anchor: comparison.anchor.label,
