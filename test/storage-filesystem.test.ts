@@ -4,7 +4,17 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import {
+  link,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -181,6 +191,21 @@ describe("filesystem driver: construction and listing", () => {
         createFilesystemDriver({ root: file }).list({ busyHere: true }),
         "storage_error",
       );
+    }),
+  );
+
+  it(
+    "foldsCase: only when the state (or lock) is found under its upper-case name as the same file",
+    sandboxed(async ({ root, driver }) => {
+      assert.equal(await driver.foldsCase?.(), false, "a missing root");
+      await driver.write(STATE_FILE, bytes("{}"));
+      assert.equal(await driver.foldsCase?.(), false, "this filesystem tells the names apart");
+      await writeFile(path.join(root, STATE_FILE.toUpperCase()), "{}");
+      assert.equal(await driver.foldsCase?.(), false, "another file with that name");
+      await rm(path.join(root, STATE_FILE.toUpperCase()));
+      // What a case-insensitive root shows: the upper-case name is the same file.
+      await link(path.join(root, STATE_FILE), path.join(root, STATE_FILE.toUpperCase()));
+      assert.equal(await driver.foldsCase?.(), true);
     }),
   );
 

@@ -12,6 +12,8 @@ import { hasIdleHelper } from "../threads.js";
 
 export interface RootSnapshot {
   listing: StorageEntry[];
+  /** The root treats names that differ only by case as one (StorageDriver.foldsCase). */
+  foldsCase: boolean;
   state: ClassifiedState;
   /** `null` when there is no state object to compare against. */
   stateToken: VersionToken | null;
@@ -49,18 +51,20 @@ export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
     readError = { error };
   }
   const listingPromise = driver.list({ busyHere: listAlongside(stored?.bytes.byteLength ?? 0) });
+  const foldsCasePromise = driver.foldsCase?.() ?? Promise.resolve(false);
   // Parsing throws nothing (bad bytes classify as invalid), so the listing
   // promise is always awaited below.
   const state = stored ? classifyState({ bytes: stored.bytes }) : null;
   const listing = await listingPromise;
-  if (state && stored) return { listing, state, stateToken: stored.token };
+  const foldsCase = await foldsCasePromise;
+  if (state && stored) return { listing, foldsCase, state, stateToken: stored.token };
   // Not read: what the listing shows there decides (a directory is not listed).
   const entry = listing.find((candidate) => candidate.path === STATE_FILE);
   if (entry && entry.type !== "file") {
-    return { listing, state: classifyState({ notAFile: true }), stateToken: null };
+    return { listing, foldsCase, state: classifyState({ notAFile: true }), stateToken: null };
   }
   if (entry && readError) throw readError.error;
-  return { listing, state: classifyState(null), stateToken: null };
+  return { listing, foldsCase, state: classifyState(null), stateToken: null };
 }
 
 /** The classified state alone, without listing the root (status, reconcile, prune). */

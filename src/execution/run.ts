@@ -222,6 +222,7 @@ async function planGroup(
       outputs: source.outputs,
       state: current.state,
       listing: current.listing,
+      foldsCase: snapshot.foldsCase,
       workflow: pair.destination.workflow,
       force: options.force ?? false,
       verifiedDigests,

@@ -11,7 +11,8 @@ import { compareUtf8 } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
-import { blockedPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
+import { caseFoldClashes } from "./_case-fold.js";
+import { blockedPlan, caseFoldPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
 import {
   decideRecorded,
   ownsRecord,
@@ -44,8 +45,21 @@ export function writesOf(changes: readonly OutputChange[]): WriteChange[] {
 
 export function planRun(input: RunPlanInput): RunPlan {
   const view = storageView(input.listing);
-  if (input.force) return _planForce(input, view);
   const { state } = input;
+  if (!input.force && (state.class === "invalid" || state.class === "unsupported")) {
+    return conflictPlan(input);
+  }
+  if (input.foldsCase) {
+    const records = state.class === "valid" ? state.state.outputs.map((r) => r.path) : [];
+    // force_replace empties the root first: only the planned names can clash then.
+    const clashes = caseFoldClashes(
+      input.outputs.map((output) => output.path),
+      input.force ? storageView([]) : view,
+      input.force ? [] : records,
+    );
+    if (clashes.length > 0) return caseFoldPlan(input, clashes);
+  }
+  if (input.force) return _planForce(input, view);
   switch (state.class) {
     case "invalid":
     case "unsupported":

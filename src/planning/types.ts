@@ -31,6 +31,12 @@ export interface RunPlanInput {
    * `unchanged`, hashed by the caller. A mismatch turns the output into an update.
    */
   verifiedDigests?: ReadonlyMap<string, string>;
+  /**
+   * The root treats names that differ only by case as one (the driver probed
+   * it; see _case-fold.ts). Then such names among planned outputs, storage and
+   * records fail the plan. Default: false.
+   */
+  foldsCase?: boolean;
   /** Destination base URL; output urls are base + percent-encoded path. */
   urlBase?: string;
   /** Formatted UTC timestamp `YYYY-MM-DDTHH:MM:SSZ` used for every new timestamp. */

@@ -107,6 +107,14 @@ export interface StorageDriver {
   stat(path: string): Promise<StorageEntry | null>;
 
   /**
+   * Whether the root treats names that differ only by case as one (a
+   * filesystem on macOS or Windows, by default). Absent: it never does (S3).
+   * Best-effort: answers from the tool's own files (the lock while it is
+   * held, the state), so a root holding neither answers false.
+   */
+  foldsCase?(): Promise<boolean>;
+
+  /**
    * Whole content of a small object (the state file) with its version token, or
    * `null` when absent. A symlink or non-file at `path` is not read: it throws
    * `storage_error` (state classification uses `stat` first).

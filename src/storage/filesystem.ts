@@ -17,7 +17,7 @@ import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
-import { ancestorsOf, LOCK_FILE } from "../paths.js";
+import { ancestorsOf, LOCK_FILE, STATE_FILE } from "../paths.js";
 import { acquireFsLock, readFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
@@ -47,6 +47,23 @@ const DELETE_CONCURRENCY = 16;
 // O_NONBLOCK keeps open() from hanging on a fifo; it changes nothing for regular files.
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
+/**
+ * Whether `root` finds the lock or the state under its upper-case name too,
+ * as the same file (same device and inode): a probe that needs no write,
+ * since the run holds the lock whenever it matters. Any error is "no".
+ */
+async function foldsCase(root: string): Promise<boolean> {
+  for (const name of [LOCK_FILE, STATE_FILE]) {
+    const [exact, upper] = await Promise.all(
+      [name, name.toUpperCase()].map((candidate) =>
+        lstat(path.join(root, candidate)).catch(() => null),
+      ),
+    );
+    if (exact && upper && exact.ino === upper.ino && exact.dev === upper.dev) return true;
+  }
+  return false;
+}
+
 /** A driver for the directory tree at `options.root`. Throws `config_invalid` for a relative root. */
 export function createFilesystemDriver(options: FilesystemDriverOptions): StorageDriver {
   if (!path.isAbsolute(options.root)) {
@@ -62,6 +79,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
     list: (listOptions: ListOptions = {}) =>
       listOptions.busyHere ? walkTreeOffThread(root) : walkTree(root),
     stat: (relPath: string) => statEntry(root, relPath),
+    foldsCase: () => foldsCase(root),
     read: (relPath: string) => readSmall(root, relPath),
     readStream: (relPath: string) => openStream(root, relPath),
     write: (relPath, content, writeOptions = {}) =>
