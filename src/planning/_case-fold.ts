@@ -35,16 +35,24 @@ function addWithAncestors(into: Names, relPath: string, what: string, folderWhat
   }
 }
 
+/** Names that one file would stand for on a root that folds case. */
+export interface CaseFoldClash {
+  /** Every name involved, sorted by UTF-8 bytes (for `error.paths`). */
+  paths: string[];
+  /** For humans, e.g. `Guide.html (recorded) and guide.html (planned)`. */
+  description: string;
+}
+
 /**
- * Human lines, one per planned name that another name folds onto, e.g.
- * `Guide.html (recorded) and guide.html (planned)`; empty when none.
- * `recorded` holds the state's record paths (every owner).
+ * One clash per planned name (or folder of planned outputs) that another
+ * name folds onto; empty when none. `recorded` holds the state's record
+ * paths (every owner).
  */
 export function caseFoldClashes(
   planned: readonly string[],
   view: StorageView,
   recorded: Iterable<string>,
-): string[] {
+): CaseFoldClash[] {
   const byKey: Names = new Map();
   for (const relPath of planned) {
     addWithAncestors(byKey, relPath, "planned", "a folder of planned outputs");
@@ -61,20 +69,24 @@ export function caseFoldClashes(
   for (const relPath of recorded) {
     addIfRelevant(relPath, "recorded", "a folder of recorded outputs");
   }
-  const clashes: string[] = [];
+  const clashes: CaseFoldClash[] = [];
   for (const relPath of planned) {
     // `.Distributor.json` passes the manifest's exact check, and is the state here.
     if (!hasReservedSegment(relPath) && hasReservedSegment(fold(relPath))) {
-      clashes.push(`${relPath} (planned) and the tool's own ${RESERVED_PREFIX}* files`);
+      clashes.push({
+        paths: [relPath],
+        description: `${relPath} (planned) and the tool's own ${RESERVED_PREFIX}* files`,
+      });
     }
   }
   for (const key of plannedKeys) {
     const names = byKey.get(key) as Map<string, Set<string>>;
     if (names.size < 2) continue;
-    const described = [...names.keys()]
-      .sort(compareUtf8)
-      .map((name) => `${name} (${[...(names.get(name) as Set<string>)].join(", ")})`);
-    clashes.push(described.join(" and "));
+    const paths = [...names.keys()].sort(compareUtf8);
+    const described = paths.map(
+      (name) => `${name} (${[...(names.get(name) as Set<string>)].join(", ")})`,
+    );
+    clashes.push({ paths, description: described.join(" and ") });
   }
-  return clashes.sort(compareUtf8);
+  return clashes.sort((a, b) => compareUtf8(a.description, b.description));
 }

@@ -5,6 +5,7 @@
 import type { ErrorCode } from "../errors.js";
 import { compareUtf8, STATE_FILE } from "../paths.js";
 import { describeState } from "../state/read.js";
+import type { CaseFoldClash } from "./_case-fold.js";
 import type { Blocker } from "./_storage-view.js";
 import type { RunPlan, RunPlanInput } from "./types.js";
 
@@ -43,11 +44,12 @@ export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): 
 }
 
 /** fail_unmanaged because, on a root that folds case, planned names clash with others by case alone. */
-export function caseFoldPlan(input: RunPlanInput, clashes: readonly string[]): RunPlan {
+export function caseFoldPlan(input: RunPlanInput, clashes: readonly CaseFoldClash[]): RunPlan {
+  const paths = [...new Set(clashes.flatMap((clash) => clash.paths))].sort(compareUtf8);
   return _failed("fail_unmanaged", {
     code: "unmanaged_path",
-    message: `The destination root does not tell names apart by case (it finds ${STATE_FILE} or its lock under an upper-case name too), and ${clashes.length} planned name(s) of ${_owner(input)} differ from other names only by case: ${_listing(clashes)}. There they are one file, and writing or deleting one would hit the other. Rename the source files so that no two names differ only by case; to rename a published file only by case, publish once without it (or under another name) first. Or publish to a case-sensitive root, or ${_forceHint(input)}`,
-    paths: clashes.slice(0, MAX_ERROR_PATHS),
+    message: `The destination root does not tell names apart by case (it finds ${STATE_FILE} or its lock under an upper-case name too), and ${clashes.length} planned name(s) of ${_owner(input)} differ from other names only by case: ${_listing(clashes.map((clash) => clash.description))}. There they are one file, and writing or deleting one would hit the other. Rename the source files so that no two names differ only by case; to rename a published file only by case, publish once without it (or under another name) first. Or publish to a case-sensitive root, or ${_forceHint(input)}`,
+    paths: paths.slice(0, MAX_ERROR_PATHS),
   });
 }
 

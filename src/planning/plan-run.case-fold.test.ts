@@ -17,13 +17,15 @@ function bothWays(overrides: Partial<RunPlanInput>) {
   };
 }
 
-function assertRefused(plan: ReturnType<typeof planRun>, ...clashes: string[]) {
+/** Refused before any change, naming `paths` in error.paths and `description` in the message. */
+function assertRefused(plan: ReturnType<typeof planRun>, paths: string[], description: string) {
   assert.equal(plan.action, "fail_unmanaged");
   assert.equal(plan.error?.code, "unmanaged_path");
-  assert.deepEqual(plan.error?.paths, clashes);
+  assert.deepEqual(plan.error?.paths, paths);
   assert.equal(plan.changes.length, 0);
   assert.equal(plan.finalState, null);
   assert.match(plan.error?.message ?? "", /only by case/);
+  assert.ok(plan.error?.message.includes(description), plan.error?.message);
 }
 
 describe("planRun on a root that folds case", () => {
@@ -33,7 +35,11 @@ describe("planRun on a root that folds case", () => {
       state: valid(record("a.txt")),
       listing: listing("a.txt", "INDEX.HTML"),
     });
-    assertRefused(folding, "INDEX.HTML (in storage) and index.html (planned)");
+    assertRefused(
+      folding,
+      ["INDEX.HTML", "index.html"],
+      "INDEX.HTML (in storage) and index.html (planned)",
+    );
     assert.equal(exact.action, "upsert_additive");
     assert.equal(exact.changes.find((c) => c.path === "index.html")?.change, "create");
   });
@@ -45,7 +51,11 @@ describe("planRun on a root that folds case", () => {
       listing: listing("Guide.html"),
       workflow: "replacement",
     });
-    assertRefused(folding, "Guide.html (in storage, recorded) and guide.html (planned)");
+    assertRefused(
+      folding,
+      ["Guide.html", "guide.html"],
+      "Guide.html (in storage, recorded) and guide.html (planned)",
+    );
     assert.equal(exact.action, "replace_catalog");
     assert.deepEqual(
       exact.changes.map((c) => [c.path, c.change]),
@@ -62,7 +72,11 @@ describe("planRun on a root that folds case", () => {
       state: valid(record("Report.html", { owner: "other/site" })),
       listing: listing("Report.html"),
     });
-    assertRefused(folding, "Report.html (in storage, recorded) and report.html (planned)");
+    assertRefused(
+      folding,
+      ["Report.html", "report.html"],
+      "Report.html (in storage, recorded) and report.html (planned)",
+    );
   });
 
   test("a folder that differs only by case", () => {
@@ -71,7 +85,11 @@ describe("planRun on a root that folds case", () => {
       state: valid(record("a.txt")),
       listing: listing("a.txt", "Docs/a.html"),
     });
-    assertRefused(folding, "Docs (a folder in storage) and docs (a folder of planned outputs)");
+    assertRefused(
+      folding,
+      ["Docs", "docs"],
+      "Docs (a folder in storage) and docs (a folder of planned outputs)",
+    );
     assert.equal(exact.action, "upsert_additive");
   });
 
@@ -79,10 +97,12 @@ describe("planRun on a root that folds case", () => {
     const outputs = [planned("A.html"), planned("a.html")];
     assertRefused(
       planRun(input({ outputs, foldsCase: true })),
+      ["A.html", "a.html"],
       "A.html (planned) and a.html (planned)",
     );
     assertRefused(
       planRun(input({ outputs, foldsCase: true, force: true, listing: listing("x.txt") })),
+      ["A.html", "a.html"],
       "A.html (planned) and a.html (planned)",
     );
     assert.equal(planRun(input({ outputs })).action, "publish_new");
@@ -90,7 +110,11 @@ describe("planRun on a root that folds case", () => {
 
   test("a planned name that is one of the tool's own files on this root", () => {
     const { folding, exact } = bothWays({ outputs: [planned(".Distributor.json")] });
-    assertRefused(folding, ".Distributor.json (planned) and the tool's own .distributor.* files");
+    assertRefused(
+      folding,
+      [".Distributor.json"],
+      ".Distributor.json (planned) and the tool's own .distributor.* files",
+    );
     assert.equal(exact.action, "publish_new");
   });
 
