@@ -46,15 +46,21 @@ describe("run on a root that folds case", () => {
     assert.deepEqual(result.error?.paths, ["Guide.html", "guide.html"]);
     assert.match(
       result.error?.message ?? "",
-      /Guide\.html \(in storage, recorded\) and guide\.html \(planned\)/,
+      /Guide\.html \(to be deleted, in storage, recorded\) and guide\.html \(planned\)/,
     );
     assert.deepEqual(await contents(s.root), before);
 
-    // The same run on a root that does not fold case renames as asked.
+    // The remedy the message gives: publish once without it, then with the new name.
+    const without = await s.bundle("without", { "other.md": "# Other\n" });
     await rm(path.join(s.root, ".DISTRIBUTOR.JSON"));
-    assert.equal((await s.runJson(["--source", v2])).code, 0);
+    await foldingRoot(s.root);
+    assert.equal((await s.runJson(["--source", without])).code, 0);
+    await rm(path.join(s.root, ".DISTRIBUTOR.JSON"));
+    await foldingRoot(s.root); // the state was replaced: link the new one
+    const renamed = await s.runJson(["--source", v2]);
+    assert.equal(renamed.code, 0, renamed.stderr);
     assert.deepEqual(
-      (await listFiles(s.root)).filter((file) => !file.startsWith(".distributor")),
+      (await listFiles(s.root)).filter((file) => !file.toLowerCase().startsWith(".distributor")),
       ["guide.html"],
     );
   });

@@ -54,8 +54,9 @@ describe("planRun on a root that folds case", () => {
     assertRefused(
       folding,
       ["Guide.html", "guide.html"],
-      "Guide.html (in storage, recorded) and guide.html (planned)",
+      "Guide.html (to be deleted, in storage, recorded) and guide.html (planned)",
     );
+    assert.match(folding.error?.message ?? "", /--force/, "the root's content is the problem");
     assert.equal(exact.action, "replace_catalog");
     assert.deepEqual(
       exact.changes.map((c) => [c.path, c.change]),
@@ -64,6 +65,30 @@ describe("planRun on a root that folds case", () => {
         ["guide.html", "create"],
       ],
     );
+  });
+
+  test("a delete of an omitted output that another owner's record folds onto", () => {
+    const { folding, exact } = bothWays({
+      outputs: [planned("b.html")],
+      state: valid(record("A.html"), record("a.html", { owner: "other/site" })),
+      listing: listing("A.html", "a.html"),
+      workflow: "replacement",
+    });
+    assertRefused(
+      folding,
+      ["A.html", "a.html"],
+      "A.html (to be deleted, in storage, recorded) and a.html (in storage, recorded)",
+    );
+    assert.deepEqual(exact.deletes, ["A.html"]);
+  });
+
+  test("a planned file where storage has a folder that differs only by case", () => {
+    const { folding } = bothWays({
+      outputs: [planned("docs")],
+      state: valid(record("a.txt")),
+      listing: listing("a.txt", "Docs/x.html"),
+    });
+    assertRefused(folding, ["Docs", "docs"], "Docs (a folder in storage) and docs (planned)");
   });
 
   test("another owner's record that differs only by case", () => {
@@ -106,6 +131,8 @@ describe("planRun on a root that folds case", () => {
       "A.html (planned) and a.html (planned)",
     );
     assert.equal(planRun(input({ outputs })).action, "publish_new");
+    const message = planRun(input({ outputs, foldsCase: true })).error?.message ?? "";
+    assert.doesNotMatch(message, /--force/, "force_replace would not help");
   });
 
   test("a planned name that is one of the tool's own files on this root", () => {

@@ -50,13 +50,7 @@ export function planRun(input: RunPlanInput): RunPlan {
     return conflictPlan(input);
   }
   if (input.foldsCase) {
-    const records = state.class === "valid" ? state.state.outputs.map((r) => r.path) : [];
-    // force_replace empties the root first: only the planned names can clash then.
-    const clashes = caseFoldClashes(
-      input.outputs.map((output) => output.path),
-      input.force ? storageView([]) : view,
-      input.force ? [] : records,
-    );
+    const clashes = _caseFoldClashes(input, view);
     if (clashes.length > 0) return caseFoldPlan(input, clashes);
   }
   if (input.force) return _planForce(input, view);
@@ -71,6 +65,23 @@ export function planRun(input: RunPlanInput): RunPlan {
     case "valid":
       return _planCatalog(input, view, state.state);
   }
+}
+
+/** Names the run writes or deletes that another name folds onto (the root folds case). */
+function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
+  const planned = input.outputs.map((output) => output.path);
+  // force_replace empties the root first: only the planned names can clash then.
+  if (input.force)
+    return caseFoldClashes({ planned, deleting: [], view: storageView([]), recorded: [] });
+  const records = input.state.class === "valid" ? input.state.state.outputs : [];
+  const plannedPaths = new Set(planned);
+  const deleting =
+    input.workflow === "replacement"
+      ? records
+          .filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
+          .map((r) => r.path)
+      : [];
+  return caseFoldClashes({ planned, deleting, view, recorded: records.map((r) => r.path) });
 }
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */

@@ -56,7 +56,8 @@ async function foldsCase(root: string): Promise<boolean> {
   for (const name of [LOCK_FILE, STATE_FILE]) {
     const [exact, upper] = await Promise.all(
       [name, name.toUpperCase()].map((candidate) =>
-        lstat(path.join(root, candidate)).catch(() => null),
+        // bigint: a 64-bit file id (NTFS) does not fit a double exactly.
+        lstat(path.join(root, candidate), { bigint: true }).catch(() => null),
       ),
     );
     if (exact && upper && exact.ino === upper.ino && exact.dev === upper.dev) return true;
