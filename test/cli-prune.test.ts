@@ -3,7 +3,7 @@
  * Prune Semantics), including a SIGKILL during `prune --apply`.
  */
 import assert from "node:assert/strict";
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -303,5 +303,28 @@ describe("prune --apply crash safety", () => {
       cwd: context.dir,
     });
     assert.deepEqual(again.json.planned, []);
+  });
+});
+
+describe("prune on a root that folds case", () => {
+  it("refuses to delete a name another record folds onto: exit 1, nothing deleted", async () => {
+    // Published where names that differ by case are two files (as before the check existed)...
+    const { dir, root } = await publishTwoOwners({
+      retentionA: KEEP_NONE,
+      alpha: { "alpha/Page.txt": "upper\n", "alpha/page.txt": "lower\n" },
+    });
+    // ...then the root answers the probe as a case-insensitive one would (see cli-case-fold.test.ts).
+    await link(path.join(root, ".distributor.json"), path.join(root, ".DISTRIBUTOR.JSON"));
+    const files = await listFiles(root);
+    const state = await stateFingerprint(root);
+    const result = await runCliJson<{ ok: boolean; error: { code: string; paths: string[] } }>(
+      ["prune", ...ALPHA, ...FUTURE, "--apply"],
+      { cwd: dir },
+    );
+    assert.equal(result.code, 1, result.stderr);
+    assert.equal(result.json.error.code, "state_conflict");
+    assert.deepEqual(result.json.error.paths, ["alpha/Page.txt", "alpha/page.txt"]);
+    assert.deepEqual(await listFiles(root), files);
+    assert.deepEqual(await stateFingerprint(root), state);
   });
 });

@@ -10,6 +10,7 @@
  */
 import type { PrunePolicy } from "../config/types.js";
 import { DistributorError } from "../errors.js";
+import { compareUtf8 } from "../paths.js";
 import { type PlannedPrune, planPrune } from "../planning/plan-prune.js";
 import type { CatalogState } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
@@ -123,7 +124,16 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
     owner: context.owner,
     policy: context.policy,
     now: context.now,
+    foldsCase: (await driver.foldsCase?.()) ?? false,
   });
+  if (plan.caseClashes.length > 0) {
+    const names = [...new Set(plan.caseClashes.flatMap((clash) => clash.paths))].sort(compareUtf8);
+    throw new DistributorError(
+      "state_conflict",
+      `The destination root ${driver.root} does not tell names apart by case, and its state records names that differ only by case (written before distributor checked this): ${plan.caseClashes.map((clash) => clash.description).join("; ")}. Here each pair is one file, so deleting one would delete the other's. Nothing was deleted. \`distributor run --force\` for the pipeline rewrites the root with one record per file.`,
+      { paths: names },
+    );
+  }
   const planned = plan.planned.map(({ path, updated_at, reason }) => ({
     path,
     updated_at,

@@ -168,3 +168,39 @@ describe("formatDuration", () => {
     it(`${seconds}s reads ${text}`, () => assert.equal(formatDuration(seconds), text));
   }
 });
+
+describe("planPrune on a root that folds case", () => {
+  const outputs = [
+    record("Old.html", "2020-01-01T00:00:00Z"),
+    record("old.html", "2026-06-29T00:00:00Z", ["q", "d"]),
+    record("other.html", "2020-01-01T00:00:00Z"),
+  ];
+  const input = (foldsCase: boolean) => ({
+    state: state(...outputs),
+    owner: { pipelineId: "p", destinationId: "d" },
+    policy: { maxAgeSeconds: 30 * DAY, keepLatest: 0 },
+    now: NOW,
+    foldsCase,
+  });
+
+  it("names a planned delete that another record folds onto", () => {
+    const folding = planPrune(input(true));
+    assert.deepEqual(
+      folding.caseClashes.map((clash) => clash.paths),
+      [["Old.html", "old.html"]],
+    );
+    assert.match(
+      folding.caseClashes[0]?.description ?? "",
+      /Old\.html \(to be deleted, recorded\)/,
+    );
+  });
+
+  it("finds none on a root that tells them apart", () => {
+    const exact = planPrune(input(false));
+    assert.deepEqual(exact.caseClashes, []);
+    assert.deepEqual(
+      exact.planned.map((p) => p.path),
+      ["Old.html", "other.html"],
+    );
+  });
+});

@@ -8,6 +8,8 @@ import type { Owner } from "../model.js";
 import { compareUtf8 } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { parseRfc3339 } from "../timestamps.js";
+import { type CaseFoldClash, caseFoldClashes } from "./_case-fold.js";
+import { storageView } from "./_storage-view.js";
 
 export interface PrunePlanInput {
   /** The root's valid catalog state. */
@@ -17,6 +19,8 @@ export interface PrunePlanInput {
   policy: PrunePolicy;
   /** The instant the policy is evaluated at (real time, or `prune --now`). */
   now: Date;
+  /** The root treats names that differ only by case as one (see _case-fold.ts). */
+  foldsCase?: boolean;
 }
 
 export interface PlannedPrune {
@@ -32,6 +36,12 @@ export interface PlannedPrune {
 export interface PrunePlan {
   /** Records to delete, sorted by path. */
   planned: PlannedPrune[];
+  /**
+   * On a root that folds case: a planned delete whose name another record's
+   * folds onto (one file there, so deleting it would take the other's file),
+   * for humans. Nothing may be deleted while any is listed.
+   */
+  caseClashes: CaseFoldClash[];
 }
 
 /**
@@ -60,7 +70,15 @@ export function planPrune(input: PrunePlanInput): PrunePlan {
     .filter((entry) => entry.updatedMs < cutoffMs && !kept.has(entry.record))
     .map((entry) => _planned(entry.record, { ageMs: nowMs - entry.updatedMs, policy }))
     .sort((a, b) => compareUtf8(a.path, b.path));
-  return { planned };
+  const caseClashes = input.foldsCase
+    ? caseFoldClashes({
+        planned: [],
+        deleting: planned.map((entry) => entry.path),
+        view: storageView([]),
+        recorded: input.state.outputs.map((record) => record.path),
+      })
+    : [];
+  return { planned, caseClashes };
 }
 
 function _planned(
