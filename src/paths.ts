@@ -121,6 +121,18 @@ export function ancestorsOf(relativePath: string): string[] {
   return out;
 }
 
+/**
+ * Add every ancestor of `path` to `dirs`, deepest first, stopping at one already
+ * there: its own ancestors were added with it. Same set as adding ancestorsOf().
+ */
+export function addAncestors(dirs: Set<string>, path: string): void {
+  for (let i = path.lastIndexOf("/"); i >= 0; i = i === 0 ? -1 : path.lastIndexOf("/", i - 1)) {
+    const dir = path.slice(0, i);
+    if (dirs.has(dir)) return;
+    dirs.add(dir);
+  }
+}
+
 /** Join clean relative segments, skipping empty ones: joinClean("", "a/b") === "a/b". */
 export function joinClean(...parts: string[]): string {
   return parts.filter((part) => part !== "").join("/");

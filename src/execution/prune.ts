@@ -10,7 +10,8 @@
  */
 import type { PrunePolicy } from "../config/types.js";
 import { DistributorError } from "../errors.js";
-import { compareUtf8 } from "../paths.js";
+import { clashPaths } from "../planning/_case-fold.js";
+import { MAX_ERROR_PATHS } from "../planning/_failures.js";
 import { type PlannedPrune, planPrune } from "../planning/plan-prune.js";
 import type { CatalogState } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
@@ -127,11 +128,10 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
     foldsCase: (await driver.foldsCase?.()) ?? false,
   });
   if (plan.caseClashes.length > 0) {
-    const names = [...new Set(plan.caseClashes.flatMap((clash) => clash.paths))].sort(compareUtf8);
     throw new DistributorError(
       "state_conflict",
       `The destination root ${driver.root} does not tell names apart by case, and its state records names that differ only by case (written before distributor checked this): ${plan.caseClashes.map((clash) => clash.description).join("; ")}. Here each pair is one file, so deleting one would delete the other's. Nothing was deleted. \`distributor run --force\` for the pipeline rewrites the root with one record per file.`,
-      { paths: names },
+      { paths: clashPaths(plan.caseClashes, MAX_ERROR_PATHS) },
     );
   }
   const planned = plan.planned.map(({ path, updated_at, reason }) => ({

@@ -9,7 +9,7 @@
  * same name as a different path in storage, in the state, or among the other
  * planned outputs is refused before anything is written.
  */
-import { compareUtf8, hasReservedSegment, RESERVED_PREFIX } from "../paths.js";
+import { addAncestors, compareUtf8, hasReservedSegment, RESERVED_PREFIX } from "../paths.js";
 import type { StorageView } from "./_storage-view.js";
 
 /** The key two names share when the root cannot tell them apart (an approximation of the filesystems' folding). */
@@ -34,14 +34,21 @@ export interface CaseFoldClash {
   plannedOnly: boolean;
 }
 
-export interface CaseFoldInput {
+interface CaseFoldInput {
   /** Paths the run writes. */
   planned: readonly string[];
-  /** Paths the run deletes (omitted records under replacement). */
+  /** Paths the run deletes (omitted records under replacement, pruned records). */
   deleting: readonly string[];
-  view: StorageView;
+  /** What storage holds; absent: nothing that matters (the root is emptied first, or not listed). */
+  view?: StorageView;
   /** The state's record paths, every owner. */
-  recorded: Iterable<string>;
+  recorded: readonly string[];
+}
+
+function foldersOf(paths: readonly string[]): Set<string> {
+  const folders = new Set<string>();
+  for (const relPath of paths) addAncestors(folders, relPath);
+  return folders;
 }
 
 /**
@@ -60,40 +67,30 @@ export function caseFoldClashes(input: CaseFoldInput): CaseFoldClash[] {
     return key;
   };
   const byKey: Names = new Map();
-  const add = (name: string, description: string) => {
-    const key = keyOf(name);
-    const names = byKey.get(key) ?? new Map<string, Set<string>>();
-    byKey.set(key, names);
-    const descriptions = names.get(name) ?? new Set<string>();
-    names.set(name, descriptions);
-    descriptions.add(description);
-  };
-  const addWithAncestors = (relPath: string, what: string, folderWhat: string) => {
-    add(relPath, what);
-    for (let i = relPath.indexOf("/"); i !== -1; i = relPath.indexOf("/", i + 1)) {
-      add(relPath.slice(0, i), folderWhat);
+  const add = (names: Iterable<string>, what: string, onlyTouched: Set<string> | null) => {
+    for (const name of names) {
+      const key = keyOf(name);
+      if (onlyTouched && !onlyTouched.has(key)) continue;
+      const named = byKey.get(key) ?? new Map<string, Set<string>>();
+      byKey.set(key, named);
+      const whats = named.get(name) ?? new Set<string>();
+      named.set(name, whats);
+      whats.add(what);
     }
   };
-  for (const relPath of input.planned) addWithAncestors(relPath, PLANNED, PLANNED_FOLDER);
-  for (const relPath of input.deleting) add(relPath, "to be deleted");
-  const touched = new Set(byKey.keys());
+  add(input.planned, PLANNED, null);
+  add(foldersOf(input.planned), PLANNED_FOLDER, null);
+  add(input.deleting, "to be deleted", null);
   // Only names that fold like a touched one matter: nothing else is written or deleted.
-  const addIfRelevant = (relPath: string, what: string, folderWhat: string) => {
-    if (touched.has(keyOf(relPath))) addWithAncestors(relPath, what, folderWhat);
-  };
-  for (const relPath of input.view.entries.keys()) {
-    addIfRelevant(relPath, "in storage", "a folder in storage");
-  }
-  for (const dir of input.view.dirs) {
-    addIfRelevant(dir, "a folder in storage", "a folder in storage");
-  }
-  for (const relPath of input.recorded) {
-    addIfRelevant(relPath, "recorded", "a folder of recorded outputs");
-  }
+  const touched = new Set(byKey.keys());
+  add(input.view?.entries.keys() ?? [], "in storage", touched);
+  add(input.view?.dirs ?? [], "a folder in storage", touched);
+  add(input.recorded, "recorded", touched);
+  add(foldersOf(input.recorded), "a folder of recorded outputs", touched);
   const clashes: CaseFoldClash[] = [];
   for (const relPath of input.planned) {
     // `.Distributor.json` passes the manifest's exact check, and is the state here.
-    if (!hasReservedSegment(relPath) && hasReservedSegment(fold(relPath))) {
+    if (!hasReservedSegment(relPath) && hasReservedSegment(keyOf(relPath))) {
       clashes.push({
         paths: [relPath],
         description: `${relPath} (planned) and the tool's own ${RESERVED_PREFIX}* files`,
@@ -102,10 +99,10 @@ export function caseFoldClashes(input: CaseFoldInput): CaseFoldClash[] {
     }
   }
   for (const key of touched) {
-    const names = byKey.get(key) as Map<string, Set<string>>;
-    if (names.size < 2) continue;
-    const paths = [...names.keys()].sort(compareUtf8);
-    const whats = paths.map((name) => [...(names.get(name) as Set<string>)]);
+    const named = byKey.get(key) as Map<string, Set<string>>;
+    if (named.size < 2) continue;
+    const paths = [...named.keys()].sort(compareUtf8);
+    const whats = paths.map((name) => [...(named.get(name) as Set<string>)]);
     clashes.push({
       paths,
       description: paths.map((name, i) => `${name} (${whats[i]?.join(", ")})`).join(" and "),
@@ -113,4 +110,9 @@ export function caseFoldClashes(input: CaseFoldInput): CaseFoldClash[] {
     });
   }
   return clashes.sort((a, b) => compareUtf8(a.description, b.description));
+}
+
+/** Every name the clashes involve, sorted, at most `limit` (for `error.paths`). */
+export function clashPaths(clashes: readonly CaseFoldClash[], limit: number): string[] {
+  return [...new Set(clashes.flatMap((clash) => clash.paths))].sort(compareUtf8).slice(0, limit);
 }

@@ -5,7 +5,7 @@
 import type { ErrorCode } from "../errors.js";
 import { compareUtf8, STATE_FILE } from "../paths.js";
 import { describeState } from "../state/read.js";
-import type { CaseFoldClash } from "./_case-fold.js";
+import { type CaseFoldClash, clashPaths } from "./_case-fold.js";
 import type { Blocker } from "./_storage-view.js";
 import type { RunPlan, RunPlanInput } from "./types.js";
 
@@ -45,14 +45,13 @@ export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): 
 
 /** fail_unmanaged because, on a root that folds case, planned names clash with others by case alone. */
 export function caseFoldPlan(input: RunPlanInput, clashes: readonly CaseFoldClash[]): RunPlan {
-  const paths = [...new Set(clashes.flatMap((clash) => clash.paths))].sort(compareUtf8);
   const listed = _listing(clashes.map((clash) => clash.description));
   // --force empties the root first, which only helps against names already there.
   const force = clashes.every((clash) => clash.plannedOnly) ? "" : `, or ${_forceHint(input)}`;
   return _failed("fail_unmanaged", {
     code: "unmanaged_path",
     message: `The destination root does not tell names apart by case (it finds ${STATE_FILE} or its lock under an upper-case name too), and ${_owner(input)} would write or delete names that differ from others only by case: ${listed}. On this root each such pair is one file, so writing or deleting one would hit the other. Rename the source files so that no two names differ only by case, or move or remove the other file. To rename a published output only by case, publish once without it under \`workflow: replacement\` (which deletes what a run omits), then with the new name${force || "."}`,
-    paths: paths.slice(0, MAX_ERROR_PATHS),
+    paths: clashPaths(clashes, MAX_ERROR_PATHS),
   });
 }
 

@@ -2,7 +2,7 @@
  * The planner's view of a destination listing: reserved tool names removed, and
  * the directories the listing implies (directories are never listed themselves).
  */
-import { compareUtf8, hasReservedSegment } from "../paths.js";
+import { addAncestors, compareUtf8, hasReservedSegment } from "../paths.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface StorageView {
@@ -29,21 +29,9 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) continue;
     entries.set(entry.path, entry);
-    _addAncestors(dirs, entry.path);
+    addAncestors(dirs, entry.path);
   }
   return { entries, dirs };
-}
-
-/**
- * Add every ancestor of `path` to `dirs`, deepest first, stopping at one already
- * there: its own ancestors were added with it. Same set as adding ancestorsOf().
- */
-function _addAncestors(dirs: Set<string>, path: string): void {
-  for (let i = path.lastIndexOf("/"); i >= 0; i = i === 0 ? -1 : path.lastIndexOf("/", i - 1)) {
-    const dir = path.slice(0, i);
-    if (dirs.has(dir)) return;
-    dirs.add(dir);
-  }
 }
 
 /** Non-reserved paths in the view, sorted by UTF-8 bytes. */

@@ -9,7 +9,6 @@ import { compareUtf8 } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { parseRfc3339 } from "../timestamps.js";
 import { type CaseFoldClash, caseFoldClashes } from "./_case-fold.js";
-import { storageView } from "./_storage-view.js";
 
 export interface PrunePlanInput {
   /** The root's valid catalog state. */
@@ -74,7 +73,6 @@ export function planPrune(input: PrunePlanInput): PrunePlan {
     ? caseFoldClashes({
         planned: [],
         deleting: planned.map((entry) => entry.path),
-        view: storageView([]),
         recorded: input.state.outputs.map((record) => record.path),
       })
     : [];

@@ -91,6 +91,20 @@ describe("planRun on a root that folds case", () => {
     assertRefused(folding, ["Docs", "docs"], "Docs (a folder in storage) and docs (planned)");
   });
 
+  test("a folder of recorded outputs that differs only by case, its file gone", () => {
+    const { folding, exact } = bothWays({
+      outputs: [planned("docs/b.html")],
+      state: valid(record("Docs/a.html")),
+      listing: listing(),
+    });
+    assertRefused(
+      folding,
+      ["Docs", "docs"],
+      "Docs (a folder of recorded outputs) and docs (a folder of planned outputs)",
+    );
+    assert.equal(exact.action, "upsert_additive");
+  });
+
   test("another owner's record that differs only by case", () => {
     const { folding } = bothWays({
       outputs: [planned("report.html")],

@@ -32,17 +32,6 @@ export { simulateApplied } from "./simulate.js";
  * Reserved names (any segment starting with `.distributor.`) in the listing are
  * ignored everywhere.
  */
-/** A change that writes its output: a create or an update. */
-export type WriteChange = OutputChange & { output: PlannedOutput };
-
-/** The changes that write an output (creates and updates), in plan order. */
-export function writesOf(changes: readonly OutputChange[]): WriteChange[] {
-  return changes.filter(
-    (change): change is WriteChange =>
-      (change.change === "create" || change.change === "update") && change.output !== undefined,
-  );
-}
-
 export function planRun(input: RunPlanInput): RunPlan {
   const view = storageView(input.listing);
   const { state } = input;
@@ -57,6 +46,7 @@ export function planRun(input: RunPlanInput): RunPlan {
   switch (state.class) {
     case "invalid":
     case "unsupported":
+      // Handled above; listed so that the switch stays exhaustive.
       return conflictPlan(input);
     case "missing":
       return _planMissing(input, view);
@@ -67,21 +57,39 @@ export function planRun(input: RunPlanInput): RunPlan {
   }
 }
 
+/** A change that writes its output: a create or an update. */
+export type WriteChange = OutputChange & { output: PlannedOutput };
+
+/** The changes that write an output (creates and updates), in plan order. */
+export function writesOf(changes: readonly OutputChange[]): WriteChange[] {
+  return changes.filter(
+    (change): change is WriteChange =>
+      (change.change === "create" || change.change === "update") && change.output !== undefined,
+  );
+}
+
 /** Names the run writes or deletes that another name folds onto (the root folds case). */
 function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
   const planned = input.outputs.map((output) => output.path);
   // force_replace empties the root first: only the planned names can clash then.
-  if (input.force)
-    return caseFoldClashes({ planned, deleting: [], view: storageView([]), recorded: [] });
+  if (input.force) return caseFoldClashes({ planned, deleting: [], recorded: [] });
   const records = input.state.class === "valid" ? input.state.state.outputs : [];
-  const plannedPaths = new Set(planned);
-  const deleting =
-    input.workflow === "replacement"
-      ? records
-          .filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
-          .map((r) => r.path)
-      : [];
-  return caseFoldClashes({ planned, deleting, view, recorded: records.map((r) => r.path) });
+  return caseFoldClashes({
+    planned,
+    deleting: _omitted(input, records, new Set(planned)).map((record) => record.path),
+    view,
+    recorded: records.map((record) => record.path),
+  });
+}
+
+/** Records of this owner that a replacement run deletes: those it no longer plans. */
+function _omitted(
+  input: RunPlanInput,
+  records: readonly OutputRecord[],
+  plannedPaths: ReadonlySet<string>,
+): OutputRecord[] {
+  if (input.workflow !== "replacement") return [];
+  return records.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path));
 }
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
@@ -138,10 +146,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const byPath = new Map(oldRecords.map((record) => [record.path, record]));
   const outputs = _sorted(input.outputs);
   const plannedPaths = new Set(outputs.map((output) => output.path));
-  const omitted =
-    input.workflow === "replacement"
-      ? oldRecords.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path))
-      : [];
+  const omitted = _omitted(input, oldRecords, plannedPaths);
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
   const blockers = outputs.flatMap((output) => {
