@@ -84,14 +84,7 @@ function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: str
   while (level.length > 0 && level.length < wantDirs) {
     const next: string[] = [];
     for (const dir of level) {
-      let dirents: Dirent[];
-      try {
-        dirents = readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true });
-      } catch (error) {
-        unreadableDirectory(root, dir, error); // throws unless the directory is gone
-        continue;
-      }
-      for (const dirent of dirents) {
+      for (const dirent of direntsSync(root, dir)) {
         const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
         // isDirectory() is false for a symlink to a directory, so links are never descended.
         (dirent.isDirectory() ? next : leaves).push(relPath);
@@ -227,13 +220,17 @@ async function readDirectory(root: string, dir: string): Promise<DirListing> {
 }
 
 function readDirectorySync(root: string, dir: string): DirListing {
-  let dirents: Dirent[];
+  return listingOf(root, dir, direntsSync(root, dir));
+}
+
+/** The entries of `dir`; none for a directory that is gone (see unreadableDirectory). */
+function direntsSync(root: string, dir: string): Dirent[] {
   try {
-    dirents = readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true });
+    return readdirSync(dir === "" ? root : path.join(root, dir), { withFileTypes: true });
   } catch (error) {
-    return unreadableDirectory(root, dir, error);
+    unreadableDirectory(root, dir, error); // throws unless the directory is gone
+    return [];
   }
-  return listingOf(root, dir, dirents);
 }
 
 /** A missing root lists as empty; a subdirectory removed mid-walk has nothing left to list. */

@@ -13,14 +13,13 @@
  * through the same classification as every other S3 call (_s3-errors.ts).
  * Conditional writes (state, lock) stay on the SDK.
  */
-import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { getEndpointFromInstructions } from "@smithy/core/endpoints";
 import { escapeUriPath } from "@smithy/core/protocols";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { SHA256_DIGEST } from "../hashing.js";
+import { SHA256_DIGEST, sha256Hex } from "../hashing.js";
 import { withRetries } from "./_s3-client.js";
 
 interface DirectPutSettings {
@@ -112,7 +111,7 @@ export class DirectPut {
     // storing them under the verified digest.
     const hex = SHA256_DIGEST.test(params.sha256 ?? "")
       ? (params.sha256 as string).slice("sha256:".length)
-      : createHash("sha256").update(body).digest("hex");
+      : sha256Hex(body);
     const base = url.pathname.endsWith("/") ? url.pathname : `${url.pathname}/`;
     const headers: Record<string, string> = {
       host: url.host,

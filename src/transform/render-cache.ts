@@ -145,10 +145,6 @@ export class RenderCache {
     return dir === undefined ? undefined : new RenderCache(dir);
   }
 
-  get dir(): string {
-    return this.#dir;
-  }
-
   /** The output recorded for `key` in `pipelineId`'s file, if any. */
   get(pipelineId: string, key: string): CachedRender | undefined {
     const entries = this.#entriesOf(pipelineId);
