@@ -158,6 +158,23 @@ describe("parseManifest", () => {
     );
   });
 
+  test("a __proto__ key in a file entry is an unknown field, not a prototype", () => {
+    // JSON.parse makes it an own property; the hand check and the schema must both see it.
+    const input = Buffer.from(
+      JSON.stringify(manifest({ files: [goodFile] })).replace(
+        '"size":12',
+        '"size":12,"__proto__":{"media_type":"x"}',
+      ),
+    );
+    expectInvalid(input, 'files[0]: unknown field "__proto__"');
+  });
+
+  test("entries are fresh objects holding only the manifest fields", () => {
+    const parsed = parseManifest(bytes(manifest({ note: "extra", files: [goodFile] })));
+    assert.deepEqual(Object.keys(parsed.files[0] ?? {}), ["path", "size", "sha256"]);
+    assert.equal(Object.getPrototypeOf(parsed.files[0]), Object.prototype);
+  });
+
   test("lists every problem at once", () => {
     const input = bytes(manifest({ id: "", files: [{ ...goodFile, size: -1, sha256: "x" }] }));
     expectInvalid(input, "id:", "files[0].size", "files[0].sha256");

@@ -118,7 +118,18 @@ function duplicatePaths(files: readonly ManifestFile[]): string[] {
  */
 export function parseManifest(bytes: Uint8Array, options: { where?: string } = {}): Manifest {
   const where = options.where ?? MANIFEST_FILE;
-  const result = manifestSchema.safeParse(decodeJson(bytes, where));
+  const document = decodeJson(bytes, where);
+  const { id, created, files } = _vouched(document) ?? _validated(document, where);
+  const duplicates = duplicatePaths(files);
+  if (duplicates.length > 0) throw invalid(where, duplicates);
+  return { identity: { id, digest: sourceDigest(bytes), created }, files };
+}
+
+type ManifestFields = { id: string; created: string; files: ManifestFile[] };
+
+/** The schema's verdict, with every problem named; throws `source_invalid` for any. */
+function _validated(document: unknown, where: string): ManifestFields {
+  const result = manifestSchema.safeParse(document);
   if (!result.success) {
     throw invalid(
       where,
@@ -126,12 +137,47 @@ export function parseManifest(bytes: Uint8Array, options: { where?: string } = {
     );
   }
   const { id, created } = result.data;
-  const files: ManifestFile[] = result.data.files.map((f) =>
-    f.media_type === undefined
-      ? { path: f.path, size: f.size, sha256: f.sha256 }
-      : { path: f.path, size: f.size, sha256: f.sha256, media_type: f.media_type },
-  );
-  const duplicates = duplicatePaths(files);
-  if (duplicates.length > 0) throw invalid(where, duplicates);
-  return { identity: { id, digest: sourceDigest(bytes), created }, files };
+  const files = result.data.files.map((f) => _file(f.path, f.size, f.sha256, f.media_type));
+  return { id, created, files };
+}
+
+const FILE_KEYS = new Set(["path", "size", "sha256", "media_type"]);
+
+/**
+ * The fields of a manifest that breaks none of manifestSchema's rules, checked
+ * by hand; null means "not vouched for here", and the schema then names every
+ * problem. Valid manifests are the rule, and zod copies each entry it checks:
+ * on 100,000 files that was a tenth of a second plus garbage the rest of the
+ * run paid to collect.
+ */
+function _vouched(document: unknown): ManifestFields | null {
+  if (!_isObject(document)) return null;
+  const { schema_version, id, created, files } = document;
+  if (schema_version !== 1 || typeof id !== "string" || !ID_PATTERN.test(id)) return null;
+  if (typeof created !== "string" || !isRfc3339(created) || !Array.isArray(files)) return null;
+  const vouched: ManifestFile[] = [];
+  for (const entry of files as unknown[]) {
+    if (!_isObject(entry)) return null;
+    for (const key in entry) if (!FILE_KEYS.has(key)) return null;
+    const { path, size, sha256, media_type } = entry;
+    if (typeof path !== "string" || cleanPathProblem(path) !== null) return null;
+    if (!Number.isSafeInteger(size) || (size as number) < 0) return null;
+    if (typeof sha256 !== "string" || !SHA256_DIGEST.test(sha256)) return null;
+    if (media_type !== undefined && (typeof media_type !== "string" || media_type === "")) {
+      return null;
+    }
+    vouched.push(_file(path, size as number, sha256, media_type));
+  }
+  return { id, created, files: vouched };
+}
+
+function _isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A fresh entry, so that nothing of the parsed document (unknown fields included) is kept. */
+function _file(path: string, size: number, sha256: string, mediaType?: string): ManifestFile {
+  return mediaType === undefined
+    ? { path, size, sha256 }
+    : { path, size, sha256, media_type: mediaType };
 }
