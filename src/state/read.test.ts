@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { classifyState, describeState } from "./read.js";
 
@@ -287,6 +288,11 @@ describe("classifyState: each broken rule of schema 4 names its location", () =>
       "outputs[1].created_at: not an RFC 3339 timestamp",
     ],
     ["updated_at missing", { "outputs.1.updated_at": DELETE }, "outputs[1].updated_at: missing"],
+    [
+      "first record's source.created missing",
+      { "outputs.0.source.created": DELETE },
+      "outputs[0].source.created: missing",
+    ],
   ];
   for (const [name, edits, reason] of cases) {
     test(name, () => {
@@ -296,6 +302,25 @@ describe("classifyState: each broken rule of schema 4 names its location", () =>
       assert.ok(actual.startsWith(reason), `reason was ${JSON.stringify(actual)}`);
     });
   }
+
+  test("the first document a process reads is checked in full, missing fields included", () => {
+    // Checks remember the last string they passed; in a fresh process nothing
+    // is remembered yet, and a missing field must not pass for "the same".
+    const doc = edited({ "outputs.0.source.created": DELETE, "outputs.0.created_at": DELETE });
+    const script = `
+      const { classifyState } = await import(${JSON.stringify(new URL("./read.js", import.meta.url).href)});
+      const bytes = new TextEncoder().encode(process.argv[1]);
+      process.stdout.write(JSON.stringify(classifyState({ bytes })));`;
+    const out = execFileSync(
+      process.execPath,
+      ["--input-type=module", "-e", script, JSON.stringify(doc)],
+      { encoding: "utf8" },
+    );
+    assert.deepEqual(JSON.parse(out), {
+      class: "invalid",
+      reason: "outputs[0].source.created: missing (and 1 more problems)",
+    });
+  });
 
   test("several broken rules: the first is named and the rest counted", () => {
     const result = classifyState(bytes(edited({ "outputs.0.size": -1, "outputs.1.sha256": "x" })));
