@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import picomatch from "picomatch";
 import { DistributorError } from "../errors.js";
 import { loadConfig } from "./load.js";
 
@@ -339,6 +340,25 @@ destinations:
     assert.equal(matches(".github/README.md"), true);
     assert.equal(matches("a.md.txt"), false);
     assert.equal(matches("a.MD"), false);
+  });
+
+  test('"**" anywhere in a list selects what picomatch would, and exclude still applies', async () => {
+    const dir = await withConfig(`
+pipelines:
+  listed:
+    destinations: [site]
+    include: ["docs/**", "**"]
+    exclude: ["**/*.tmp"]
+destinations:
+  site: { storage: { root: out } }
+`);
+    const config = await loadConfig({ cwd: dir, env: {} });
+    const listed = config.pipelines.get("listed");
+    assert.ok(listed);
+    const starStar = picomatch("**", { dot: true });
+    const clean = ["a", "a.tmp.md", ".x", "d/.hidden/y", "é/ü.txt", "a b/c"];
+    for (const p of clean) assert.equal(listed.selects(p), starStar(p), p);
+    assert.equal(listed.selects("deep/x.tmp"), false);
   });
 
   test("an empty include selects nothing", async () => {

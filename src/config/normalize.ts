@@ -129,6 +129,9 @@ function _compile(globs: string[], context: CompileContext): (manifestPath: stri
       return [];
     }
   });
+  // "**" with `dot` matches every path without a "." or ".." segment, and
+  // manifest paths are clean: the default include needs no regex per file.
+  if (globs.includes("**")) return () => true;
   return (manifestPath) => matchers.some((matches) => matches(manifestPath));
 }
 
