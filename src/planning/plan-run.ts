@@ -20,7 +20,7 @@ import {
   recordDifferences,
   recordFor,
 } from "./_records.js";
-import { type StorageView, storageView, viewPaths } from "./_storage-view.js";
+import { type Blocker, type StorageView, storageView, viewPaths } from "./_storage-view.js";
 import type { OutputChange, RunPlan, RunPlanInput } from "./types.js";
 
 export { simulateApplied } from "./simulate.js";
@@ -143,17 +143,22 @@ interface Planned {
 /** Valid (`old` set) or legacy (`old` null) state: per-output changes by workflow. */
 function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState | null): RunPlan {
   const oldRecords = old?.outputs ?? [];
-  const byPath = new Map(oldRecords.map((record) => [record.path, record]));
+  // Plain loops below, not map/flatMap into pairs and singleton arrays: on a
+  // 100,000-output catalog those were 200,000 short-lived arrays to collect.
+  const byPath = new Map<string, OutputRecord>();
+  for (const record of oldRecords) byPath.set(record.path, record);
   const outputs = _sorted(input.outputs);
-  const plannedPaths = new Set(outputs.map((output) => output.path));
+  const plannedPaths = new Set<string>();
+  for (const output of outputs) plannedPaths.add(output.path);
   const omitted = _omitted(input, oldRecords, plannedPaths);
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
-  const blockers = outputs.flatMap((output) => {
+  const blockers: Blocker[] = [];
+  for (const output of outputs) {
     const flags = { recorded: byPath.has(output.path), legacy: old === null };
     const blocker = blockerOf(clearing, output.path, flags);
-    return blocker === null ? [] : [blocker];
-  });
+    if (blocker !== null) blockers.push(blocker);
+  }
   if (blockers.length > 0) return blockedPlan(input, blockers);
 
   const scope: Scope = { input, view, context: _context(input) };
