@@ -10,7 +10,6 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "
 import path from "node:path";
 import { errnoCode } from "../errors.js";
 import { sha256Hex } from "../hashing.js";
-import { ancestorsOf } from "../paths.js";
 
 /** What a check needs to know about a listed file. */
 export interface FileToCheck {
@@ -134,7 +133,9 @@ export class FileChecker {
     if (parent) return parent;
     let fd: number;
     try {
-      fd = openSync(path.join(this.root, file.path), NO_FOLLOW_READ);
+      // Concatenated, not path.join: manifest paths are clean (no "." or ".."
+      // segments, no doubled "/"), and join cost 0.6 µs of the ~10 µs per file.
+      fd = openSync(`${this.root}/${file.path}`, NO_FOLLOW_READ);
     } catch (error) {
       return openProblem(error);
     }
@@ -154,15 +155,23 @@ export class FileChecker {
     return readSync(fd, this.#buffer, 0, READ_CHUNK, position);
   }
 
+  /** The first problem on the way to the file, shallowest directory first. */
   #parentProblem(relativePath: string): string | null {
-    for (const dir of ancestorsOf(relativePath)) {
-      let problem = this.#directories.get(dir);
-      if (problem === undefined) {
-        problem = directoryProblem(this.root, dir);
-        this.#directories.set(dir, problem);
-      }
-      if (problem) return problem;
+    const slash = relativePath.lastIndexOf("/");
+    return slash === -1 ? null : this.#directoryChainProblem(relativePath.slice(0, slash));
+  }
+
+  /**
+   * The first problem of `dir` or its ancestors, each directory lstat'ed once:
+   * one lookup per file, where walking every ancestor cost a list and a
+   * string for each of them.
+   */
+  #directoryChainProblem(dir: string): string | null {
+    let problem = this.#directories.get(dir);
+    if (problem === undefined) {
+      problem = this.#parentProblem(dir) ?? directoryProblem(this.root, dir);
+      this.#directories.set(dir, problem);
     }
-    return null;
+    return problem;
   }
 }

