@@ -262,9 +262,12 @@ function _planOutput(
   });
   const differences = recordDifferences(kept, record);
   if (differences.length === 0) {
+    // The old record is the same field for field (validation allows no other
+    // fields, the writer orders them): keep it, and let `kept` die young
+    // instead of surviving with the plan (100,000 records on a large catalog).
     return {
-      change: _change(output, "unchanged", decision.reason, kept),
-      record: kept,
+      change: _change(output, "unchanged", decision.reason, record),
+      record,
       recordChanged: false,
     };
   }
