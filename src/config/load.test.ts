@@ -361,6 +361,48 @@ destinations:
     assert.equal(listed.selects("deep/x.tmp"), false);
   });
 
+  test("compiled globs decide as picomatch does, literal matches included", async () => {
+    // "(a|b).md" matches its own text only because picomatch compares the glob
+    // with the path before trying its regex.
+    const globs = ["(a|b).md", "a[b].md", "docs/*.{md,txt}", "x/**/y?.md", "!(z).md", "[", "***"];
+    const pipelines = globs.map(
+      (glob, i) => `  g${i}: { destinations: [site], include: [${JSON.stringify(glob)}] }`,
+    );
+    const dir = await withConfig(
+      `pipelines:\n${pipelines.join("\n")}\ndestinations:\n  site: { storage: { root: out } }\n`,
+    );
+    const config = await loadConfig({ cwd: dir, env: {} });
+    const paths = [
+      "(a|b).md",
+      "a.md",
+      "a[b].md",
+      "ab.md",
+      "docs/a.md",
+      "docs/a.txt",
+      "docs/d/a.md",
+    ];
+    for (const [i, glob] of globs.entries()) {
+      const selects = config.pipelines.get(`g${i}`)?.selects;
+      assert.ok(selects);
+      for (const p of [...paths, "x/y1.md", "x/q/r/y2.md", "z.md", "[", "a", ".h/y.md"]) {
+        assert.equal(selects(p), picomatch(glob, { dot: true })(p), `${glob} on ${p}`);
+      }
+    }
+  });
+
+  test("a glob picomatch cannot compile is a config error naming it", async () => {
+    const long = "a".repeat(70_000);
+    const dir = await withConfig(
+      MINIMAL.replace("destinations: [site]", `destinations: [site]\n    include: ["${long}"]`),
+    );
+    await assert.rejects(loadConfig({ cwd: dir, env: {} }), (error) => {
+      assert.ok(error instanceof DistributorError);
+      assert.equal(error.code, "config_invalid");
+      assert.match(error.message, /pipelines\.reports\.include\[0\]: invalid glob/);
+      return true;
+    });
+  });
+
   test("an empty include selects nothing", async () => {
     const dir = await withConfig(
       MINIMAL.replace("destinations: [site]", "destinations: [site]\n    include: []"),

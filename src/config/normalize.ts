@@ -119,7 +119,11 @@ interface CompileContext {
 function _compile(globs: string[], context: CompileContext): (manifestPath: string) => boolean {
   const matchers = globs.flatMap((glob, index) => {
     try {
-      return [picomatch(glob, { dot: true })];
+      // What picomatch(glob)(path) decides, without the result object it builds
+      // per call: the exact glob text, or its regex (clean paths need no
+      // slash conversion).
+      const regex = picomatch.makeRe(glob, { dot: true });
+      return [(manifestPath: string) => manifestPath === glob || regex.test(manifestPath)];
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       context.problems.push({
