@@ -122,7 +122,9 @@ function _compile(globs: string[], context: CompileContext): (manifestPath: stri
       // What picomatch(glob)(path) decides, without the result object it builds
       // per call: the exact glob text, or its regex (clean paths need no
       // slash conversion).
-      const regex = picomatch.makeRe(glob, { dot: true });
+      // makeRe skips picomatch()'s platform default: pass it, so that a glob
+      // reads the same as before on Windows too.
+      const regex = picomatch.makeRe(glob, { dot: true, windows: process.platform === "win32" });
       return [(manifestPath: string) => manifestPath === glob || regex.test(manifestPath)];
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);

@@ -101,7 +101,9 @@ function assertNoCollisions(slots: readonly Slot[]): void {
       .map(originOf)
       .join(" and ");
   const collisions = new Map<string, string>();
-  for (const at of repeated) collisions.set(at, originsAt(at));
+  // In first-appearance order, as the sort below keeps paths that compare equal
+  // (lone surrogates all encode as U+FFFD).
+  for (const at of planned) if (repeated.has(at)) collisions.set(at, originsAt(at));
   for (const folder of fileFolders) {
     if (collisions.has(folder)) continue;
     // The first slot in plan order that needs the folder, as the message names it.

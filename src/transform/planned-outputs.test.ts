@@ -11,6 +11,7 @@ import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
+import { layoutOf } from "./_layout.js";
 import { mediaTypeFor, planOutputs, renderDeferred } from "./planned-outputs.js";
 import { RenderCache } from "./render-cache.js";
 
@@ -216,6 +217,23 @@ describe("planOutputs", () => {
     const files = { "a.md": "a", "a.markdown": "a", "b.md": "b", "b.html": "b", "c.md": "c" };
     const error = await expectError(plan(files, pipeline()), "output_collision");
     assert.deepEqual(error.paths, ["a.html", "b.html"]);
+  });
+
+  test("collisions whose paths sort as equal are listed in order of first appearance", () => {
+    // Lone surrogates all encode as U+FFFD, so these paths compare equal in
+    // UTF-8 order; no disk holds both, hence the layout alone (paths only).
+    const names = ["a\ud800.md", "a\ud801.md", "a\ud801.html", "a\ud800.html"];
+    const files = names.map((p) => ({ path: p, size: 1, sha256: `sha256:${"0".repeat(64)}` }));
+    const bundle = { dir: "/nonexistent", identity: { id: "x", digest: "", created: "" }, files };
+    assert.throws(
+      () => layoutOf(bundle, pipeline()),
+      (error: unknown) => {
+        assert.ok(error instanceof DistributorError);
+        assert.equal(error.code, "output_collision");
+        assert.deepEqual(error.paths, ["a\ud800.html", "a\ud801.html"]);
+        return true;
+      },
+    );
   });
 
   test("a rendered file where another output needs a folder is an output_collision", async () => {
