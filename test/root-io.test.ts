@@ -78,13 +78,25 @@ describe("readRoot", () => {
     assert.equal(viaLink.state.class, "invalid", "a symlinked state is never read");
     assert.equal(viaLink.stateToken, null);
 
-    // A directory is not listed (only what it holds): no state, and its content is in the way.
+    // A directory at the state path is not a regular file (SPEC §5): invalid,
+    // whether it holds something (listed by its content) or nothing.
     const folder = await rootWith({ [`${STATE_FILE}/inside.txt`]: "x" });
     const asFolder = await readRoot(createFilesystemDriver({ root: folder }));
-    assert.equal(asFolder.state.class, "missing");
+    assert.equal(asFolder.state.class, "invalid");
     assert.deepEqual(
       asFolder.listing.map((entry) => entry.path),
       [`${STATE_FILE}/inside.txt`],
+    );
+    const emptyFolder = await rootWith({ "a.txt": "a" });
+    await mkdir(path.join(emptyFolder, STATE_FILE));
+    const asEmptyFolder = await readRoot(createFilesystemDriver({ root: emptyFolder }));
+    assert.equal(asEmptyFolder.state.class, "invalid");
+    assert.deepEqual(
+      asEmptyFolder.listing.map((entry) => [entry.path, entry.type]),
+      [
+        [STATE_FILE, "directory"],
+        ["a.txt", "file"],
+      ],
     );
   });
 });

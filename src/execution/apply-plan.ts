@@ -17,7 +17,6 @@
 import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput } from "../model.js";
-import { STATE_FILE } from "../paths.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
@@ -48,20 +47,12 @@ export async function applyPlan(
 ): Promise<ApplyResult> {
   let token = options.stateToken;
   if (plan.action === "force_replace") {
-    // Delete first: force_replace replaces whatever is there (unmanaged files, a
-    // broken state), and outputs are then written into an empty root.
-    // The old state goes too (it may be invalid, or not even a file); the claim
-    // state below is then a create.
-    const results = await unlessStopped(() => driver.deleteMany([...plan.deletes, STATE_FILE]));
+    // Delete first: force_replace replaces whatever is there (unmanaged files,
+    // empty directories, tool files, a broken state, even one that is a
+    // directory), and outputs are then written into an empty root. Only the
+    // lock this run holds stays. The claim state below is then a create.
+    await unlessStopped(() => driver.deleteAll());
     token = null;
-    const failed = results.filter((result) => result.error !== undefined);
-    if (failed.length > 0) {
-      throw new DistributorError(
-        "storage_error",
-        `force_replace could not clear ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}`,
-        { paths: failed.map((f) => f.path) },
-      );
-    }
   }
   if (plan.claimState) {
     const claim = plan.claimState;

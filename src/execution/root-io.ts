@@ -58,9 +58,12 @@ export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
   const listing = await listingPromise;
   const foldsCase = await foldsCasePromise;
   if (state && stored) return { listing, foldsCase, state, stateToken: stored.token };
-  // Not read: what the listing shows there decides (a directory is not listed).
+  // Not read: what the listing shows there decides. A directory that holds
+  // something is listed only by its content.
   const entry = listing.find((candidate) => candidate.path === STATE_FILE);
-  if (entry && entry.type !== "file") {
+  const folder = `${STATE_FILE}/`;
+  const holdsContent = listing.some((candidate) => candidate.path.startsWith(folder));
+  if ((entry && entry.type !== "file") || (!entry && holdsContent)) {
     return { listing, foldsCase, state: classifyState({ notAFile: true }), stateToken: null };
   }
   if (entry && readError) throw readError.error;

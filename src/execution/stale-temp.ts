@@ -19,6 +19,7 @@ export async function removeStaleTempFiles(
 ): Promise<void> {
   const entries = listing ?? (await driver.list());
   const stale = entries
+    .filter((entry) => entry.type !== "directory")
     .filter((entry) => entry.path.slice(entry.path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX))
     .map((entry) => entry.path);
   if (stale.length > 0) await unlessStopped(() => driver.deleteMany(stale));

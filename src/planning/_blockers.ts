@@ -68,6 +68,10 @@ function structuralUnlessCleared(clearing: Clearing, path: string): Blocker | nu
   }
   const prefix = `${path}/`;
   const inside = [...view.entries.values()].filter((entry) => entry.path.startsWith(prefix));
+  // Deleting files removes the folders they leave empty, never one that was
+  // empty already: a folder with one of those in it stays in the way.
+  const emptyInside = [...view.emptyDirs].some((dir) => dir === path || dir.startsWith(prefix));
+  if (inside.length === 0 || emptyInside) return blocker;
   if (!inside.every((entry) => entry.type === "file" && omitted.has(entry.path))) return blocker;
   for (const entry of inside) first.add(entry.path);
   return null;

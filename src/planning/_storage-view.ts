@@ -1,15 +1,18 @@
 /**
  * The planner's view of a destination listing: reserved tool names removed, and
- * the directories the listing implies (directories are never listed themselves).
+ * the directories the listing implies (a directory is listed itself only when
+ * it is empty).
  */
 import { addAncestors, compareUtf8, hasReservedSegment } from "../paths.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface StorageView {
-  /** Every non-reserved entry by path. */
+  /** Every non-reserved entry by path, directories aside. */
   entries: ReadonlyMap<string, StorageEntry>;
-  /** Every directory some non-reserved entry sits in. */
+  /** Every directory: the listed empty ones, and those some non-reserved entry sits in. */
   dirs: ReadonlySet<string>;
+  /** The directories listed as empty: nothing that a delete of files would remove. */
+  emptyDirs: ReadonlySet<string>;
 }
 
 /** Something in storage that stops a planned output from being written where it is. */
@@ -26,12 +29,18 @@ export interface Blocker {
 export function storageView(listing: readonly StorageEntry[]): StorageView {
   const entries = new Map<string, StorageEntry>();
   const dirs = new Set<string>();
+  const emptyDirs = new Set<string>();
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) continue;
-    entries.set(entry.path, entry);
+    // An empty directory blocks a file at its path like any other directory,
+    // and like one it is not content that makes a root "not empty".
+    if (entry.type === "directory") {
+      dirs.add(entry.path);
+      emptyDirs.add(entry.path);
+    } else entries.set(entry.path, entry);
     addAncestors(dirs, entry.path);
   }
-  return { entries, dirs };
+  return { entries, dirs, emptyDirs };
 }
 
 /** Non-reserved paths in the view, sorted by UTF-8 bytes. */

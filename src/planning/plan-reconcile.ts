@@ -50,8 +50,12 @@ export interface ReconcilePlan {
 
 /** Plan a repair of one root's catalog for one owner (or every owner). */
 export function planReconcile(input: ReconcilePlanInput): ReconcilePlan {
+  // An empty directory at a recorded path is no more the file than a full one
+  // (which is not listed at that path at all).
   const listed = new Set(
-    input.listing.filter((entry) => !hasReservedSegment(entry.path)).map((entry) => entry.path),
+    input.listing
+      .filter((entry) => entry.type !== "directory" && !hasReservedSegment(entry.path))
+      .map((entry) => entry.path),
   );
   const inScope = (record: OutputRecord) =>
     input.allOwners ||

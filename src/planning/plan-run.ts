@@ -99,17 +99,23 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 }
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
-  if (view.entries.size === 0) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  const empty = view.entries.size === 0;
+  // Only empty directories (or nothing): a root that needs no check per output.
+  if (empty && view.dirs.size === 0) {
+    return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  }
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
   const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
-  const blockers = _sorted(input.outputs).flatMap((output) => {
+  const blockers: Blocker[] = [];
+  for (const output of _sorted(input.outputs)) {
     const blocker = blockerOf(clearing, output.path, { recorded: false, legacy: false });
-    return blocker === null ? [] : [blocker];
-  });
+    if (blocker !== null) blockers.push(blocker);
+  }
+  if (blockers.length > 0) return blockedPlan(input, blockers);
+  // Empty directories elsewhere are no content: the outputs go around them.
+  if (empty) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
   // Nothing planned collides, yet the root holds content that is not ours.
-  return blockers.length > 0
-    ? blockedPlan(input, blockers)
-    : foreignRootPlan(input, viewPaths(view));
+  return foreignRootPlan(input, viewPaths(view));
 }
 
 /** publish_new and force_replace: every output is a create under a brand-new state. */

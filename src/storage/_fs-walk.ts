@@ -84,7 +84,10 @@ function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: str
   while (level.length > 0 && level.length < wantDirs) {
     const next: string[] = [];
     for (const dir of level) {
-      for (const dirent of direntsSync(root, dir)) {
+      const dirents = direntsSync(root, dir);
+      // An empty directory is a leaf: its lstat lists it (see listingOf).
+      if (dirents.length === 0 && dir !== "") leaves.push(dir);
+      for (const dirent of dirents) {
         const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
         // isDirectory() is false for a symlink to a directory, so links are never descended.
         (dirent.isDirectory() ? next : leaves).push(relPath);
@@ -169,7 +172,7 @@ export interface PackedEntries {
   types: Uint8Array<ArrayBuffer>;
 }
 
-const ENTRY_TYPES: readonly StorageEntry["type"][] = ["file", "symlink", "other"];
+const ENTRY_TYPES: readonly StorageEntry["type"][] = ["file", "symlink", "other", "directory"];
 
 export function packEntries(entries: readonly StorageEntry[]): PackedEntries {
   const sizes = new Float64Array(entries.length);
@@ -242,6 +245,11 @@ function unreadableDirectory(root: string, dir: string, error: unknown): DirList
 
 function listingOf(root: string, dir: string, dirents: readonly Dirent[]): DirListing {
   const listing: DirListing = { dirs: [], entries: [] };
+  // An empty directory is listed itself: nothing under it would show it, and a
+  // planned file cannot be written where it is.
+  if (dirents.length === 0 && dir !== "") {
+    listing.entries.push({ path: dir, size: 0, type: "directory" });
+  }
   for (const dirent of dirents) {
     const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
     // isDirectory() is false for a symlink to a directory, so links are never descended.
@@ -265,12 +273,13 @@ function statLeaf(root: string, relPath: string): StorageEntry | null {
   }
 }
 
-/** The listing entry for lstat results: a directory counts as `other` (it is not a file). */
+/** The listing entry for lstat results. */
 export function entryFromStats(
   relPath: string,
-  stats: { size: number; isFile(): boolean; isSymbolicLink(): boolean },
+  stats: { size: number; isFile(): boolean; isSymbolicLink(): boolean; isDirectory(): boolean },
 ): StorageEntry {
   if (stats.isFile()) return { path: relPath, size: stats.size, type: "file" };
   if (stats.isSymbolicLink()) return { path: relPath, size: stats.size, type: "symlink" };
+  if (stats.isDirectory()) return { path: relPath, size: 0, type: "directory" };
   return { path: relPath, size: 0, type: "other" };
 }

@@ -9,15 +9,19 @@
 import type { LockHolder } from "../errors.js";
 import type { OutputContent } from "../model.js";
 
-/** One entry found under the root. Directories are not listed, only what is in them. */
+/**
+ * One entry found under the root. A directory that holds something is not
+ * listed, only what is in it; an empty one is listed as `directory`.
+ */
 export interface StorageEntry {
   path: string;
   size: number;
   /**
-   * `file` for regular files/objects. `symlink` and `other` (fifo, socket, ...)
-   * exist only on filesystems; they are never followed and never written through.
+   * `file` for regular files/objects. `symlink`, `other` (fifo, socket, ...) and
+   * `directory` (an empty one, which nothing else would reveal) exist only on
+   * filesystems; none is ever followed or written through.
    */
-  type: "file" | "symlink" | "other";
+  type: "file" | "symlink" | "other" | "directory";
 }
 
 /** Opaque version token of an object (filesystem: mtime+size+ino; S3: the ETag). */

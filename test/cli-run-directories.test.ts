@@ -1,0 +1,107 @@
+/**
+ * `distributor run` as a process against directories where files belong: an
+ * empty directory at a planned or recorded path, and a state path that is a
+ * directory. A dry run must show the refusal the real run gives, the real run
+ * must refuse before writing anything, and `--force` must clear all of it.
+ */
+import assert from "node:assert/strict";
+import { lstat, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { cleanupTempDirs, listFiles, readStateFile } from "./helpers/fixtures.js";
+import { onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
+
+after(cleanupTempDirs);
+
+const FORCE = ["--force", "--pipeline", "site", "--destination", "web"];
+
+/** Every directory under `root`, as relative paths. */
+async function directories(root: string): Promise<string[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+describe("empty directories", () => {
+  test("one at a planned path is refused by the dry run and the run alike, nothing written", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "index.html"), { recursive: true });
+    for (const extra of [["--dry-run"], []]) {
+      const { code, json } = await s.runJson(extra);
+      assert.equal(code, 1, extra.join(" "));
+      const result = onlyResult(json);
+      assert.equal(result.action, "fail_unmanaged");
+      assert.equal(result.error?.code, "unmanaged_path");
+      assert.deepEqual(result.error?.paths, ["index.html"]);
+      assert.match(result.error?.message ?? "", /index\.html \(a directory\)/);
+    }
+    assert.deepEqual(await listFiles(s.root), [], "no state, no output");
+  });
+
+  test("empty directories elsewhere are no content: the root still gets publish_new", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "uploads", "2026"), { recursive: true });
+    const { code, json } = await s.runJson();
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.equal(onlyResult(json).action, "publish_new");
+    assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS);
+  });
+
+  test("one where a recorded output was is refused, not half-applied; --force clears it", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    const stateBefore = await readStateFile(s.root);
+    await rm(path.join(s.root, "index.html"));
+    await mkdir(path.join(s.root, "index.html"));
+    const { code, json } = await s.runJson();
+    assert.equal(code, 1);
+    const result = onlyResult(json);
+    assert.equal(result.action, "fail_unmanaged");
+    assert.deepEqual(result.error?.paths, ["index.html"]);
+    assert.deepEqual(await readStateFile(s.root), stateBefore, "state untouched");
+
+    const forced = await s.runJson(FORCE);
+    assert.equal(forced.code, 0, JSON.stringify(forced.json));
+    assert.ok((await lstat(path.join(s.root, "index.html"))).isFile());
+    assert.equal(onlyResult((await s.runJson()).json).action, "skip_same");
+  });
+});
+
+describe("a state path that is a directory", () => {
+  for (const holds of ["nothing", "a file"]) {
+    test(`holding ${holds}: invalid state, fail_conflict; --force replaces it`, async () => {
+      const s = await scenario();
+      const folder = path.join(s.root, ".distributor.json");
+      await mkdir(folder, { recursive: true });
+      if (holds === "a file") await writeFile(path.join(folder, "x"), "x\n");
+      for (const extra of [["--dry-run"], []]) {
+        const { code, json } = await s.runJson(extra);
+        assert.equal(code, 1, extra.join(" "));
+        const result = onlyResult(json);
+        assert.equal(result.state, "invalid");
+        assert.equal(result.action, "fail_conflict");
+        assert.equal(result.error?.code, "state_conflict");
+      }
+      const forced = await s.runJson(FORCE);
+      assert.equal(forced.code, 0, JSON.stringify(forced.json));
+      assert.ok((await lstat(folder)).isFile(), "a fresh state file");
+      assert.equal(onlyResult((await s.runJson()).json).action, "skip_same");
+    });
+  }
+});
+
+describe("force_replace", () => {
+  test("empties the whole root, tool files and empty directories included", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "empty", "deeper"), { recursive: true });
+    await mkdir(path.join(s.root, ".distributor.keep"), { recursive: true });
+    await writeFile(path.join(s.root, ".distributor.keep", "f"), "tool-looking\n");
+    await writeFile(path.join(s.root, "stray.txt"), "unmanaged\n");
+    const { code, json } = await s.runJson(FORCE);
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
+    assert.deepEqual(await directories(s.root), ["assets", "data", "docs"]);
+  });
+});
