@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { lstat, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { cleanupTempDirs, listFiles, readStateFile } from "./helpers/fixtures.js";
-import { onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
+import { cleanupTempDirs, listFiles, readStateFile, runCli } from "./helpers/fixtures.js";
+import { exists, onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
@@ -103,5 +103,41 @@ describe("force_replace", () => {
     assert.equal(code, 0, JSON.stringify(json));
     assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
     assert.deepEqual(await directories(s.root), ["assets", "data", "docs"]);
+  });
+});
+
+describe("roots that do not exist yet", () => {
+  test("a run that writes nothing leaves no directory behind", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web", "fresh"] } },
+      destinations: {
+        web: { root: path.join(base, "public") },
+        fresh: { root: path.join(base, "new", "deep") },
+      },
+    }));
+    await mkdir(s.root, { recursive: true });
+    await writeFile(path.join(s.root, "index.html"), "hand-made\n");
+    const { code, json } = await s.runJson();
+    assert.equal(code, 1);
+    const actions = (json.results ?? []).map((result) => result.action);
+    assert.deepEqual(actions, ["fail_unmanaged", "publish_new"]);
+    assert.equal(await exists(path.join(s.base, "new")), false, "the lock's folders are gone");
+
+    const repair = await runCli(
+      ["reconcile-state", "--config", s.config, "--pipeline", "site", "--destination", "fresh"],
+      { cwd: s.base },
+    );
+    assert.equal(repair.code, 1, repair.stderr);
+    assert.match(repair.stderr, /no_state/);
+    assert.equal(await exists(path.join(s.base, "new")), false);
+  });
+
+  test("a run that publishes keeps the root it made", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "new", "deep") } },
+    }));
+    assert.equal((await s.runJson()).code, 0);
+    assert.deepEqual(await publishedFiles(path.join(s.base, "new", "deep")), SITE_OUTPUTS);
   });
 });

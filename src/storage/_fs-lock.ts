@@ -10,7 +10,7 @@
  * was left by a crashed taker and is cleared.
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, open, readFile, rm, unlink } from "node:fs/promises";
+import { lstat, mkdir, open, readFile, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
@@ -36,13 +36,17 @@ export async function acquireFsLock(
   root: string,
   options: AcquireOptions = {},
 ): Promise<LockHandle> {
-  await mkdir(root, { recursive: true }).catch((error: unknown) => {
+  // The first directory this call creates, if the root did not exist: released
+  // with the lock when nothing else was put there (see lockHandle).
+  const created = await mkdir(root, { recursive: true }).catch((error: unknown) => {
     throw storageError("create the destination root", { root, relPath: "", error });
   });
   const holder = currentLockHolder();
   const lockId = randomBytes(8).toString("hex");
   const content = serializeLockHolder(holder, lockId);
-  if (await createExclusive(root, LOCK_FILE, content)) return lockHandle(root, holder, lockId);
+  if (await createExclusive(root, LOCK_FILE, content)) {
+    return lockHandle(root, { holder, lockId, created });
+  }
   const text = await readText(root, LOCK_FILE);
   // The lock vanished between our create and read (its holder released it): one more try.
   if (text === null) return retryOnce(root, { holder, lockId, content });
@@ -52,7 +56,7 @@ export async function acquireFsLock(
     throw new LockedError(root, (await readFsLock(root)) ?? existing);
   }
   options.onStaleLock?.(existing);
-  return lockHandle(root, holder, lockId);
+  return lockHandle(root, { holder, lockId });
 }
 
 async function retryOnce(
@@ -60,7 +64,7 @@ async function retryOnce(
   mine: { holder: LockHolder; lockId: string; content: string },
 ): Promise<LockHandle> {
   if (await createExclusive(root, LOCK_FILE, mine.content)) {
-    return lockHandle(root, mine.holder, mine.lockId);
+    return lockHandle(root, { holder: mine.holder, lockId: mine.lockId });
   }
   throw new LockedError(root, await readFsLock(root));
 }
@@ -136,16 +140,37 @@ async function createExclusive(root: string, name: string, content: string): Pro
   }
 }
 
-function lockHandle(root: string, holder: LockHolder, lockId: string): LockHandle {
+function lockHandle(
+  root: string,
+  lock: { holder: LockHolder; lockId: string; created?: string },
+): LockHandle {
   let released = false;
   return {
-    holder,
+    holder: lock.holder,
     async release() {
       if (released) return;
-      await removeIfOurs(root, lockId);
+      await removeIfOurs(root, lock.lockId);
       released = true;
+      if (lock.created !== undefined) await removeIfEmpty(root, lock.created);
     },
   };
+}
+
+/**
+ * Remove the directories that acquiring made, from the root up to `created`,
+ * as long as they are empty: a run that wrote nothing (a refused plan, a
+ * repair of a root that has no state) leaves no trace. rmdir never removes a
+ * directory that holds something, so anything the run wrote keeps them.
+ */
+async function removeIfEmpty(root: string, created: string): Promise<void> {
+  for (let dir = root; ; dir = path.dirname(dir)) {
+    try {
+      await rmdir(dir);
+    } catch {
+      return;
+    }
+    if (dir === created || path.dirname(dir) === dir) return;
+  }
 }
 
 /** Unlink the lock only while it is still this acquisition's (same lock_id). */

@@ -150,7 +150,9 @@ export interface StorageDriver {
   deleteAll(): Promise<void>;
 
   /**
-   * Take the root's `.distributor.lock` (creating the root if needed). Throws
+   * Take the root's `.distributor.lock` (creating the root if needed; a
+   * filesystem root made here is removed again on release if it is still
+   * empty, so a run that writes nothing leaves no trace). Throws
    * `LockedError` naming the holder if held. A lock whose holder is a dead process
    * on this host is taken over, calling `onStaleLock` with the old holder.
    */
