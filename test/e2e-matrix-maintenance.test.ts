@@ -16,7 +16,7 @@ import {
   s3Kind,
   workspace,
 } from "./helpers/destinations.js";
-import { cleanupTempDirs, sha256 } from "./helpers/fixtures.js";
+import { cleanupTempDirs, runCli, sha256 } from "./helpers/fixtures.js";
 
 interface ReconcileJson {
   ok: boolean;
@@ -179,6 +179,13 @@ for (const kind of kinds) {
       assert.equal(status.json.pairs[0]?.lock?.pid, process.pid);
       const beta = await ws.cli(["reconcile-state", ...BETA]);
       assert.equal(beta.code, 1, "reconcile-state takes the lock: held → locked");
+      // A lock nobody can parse still refuses a run: status must not say unlocked.
+      await ws.destination.writeFile(".distributor.lock", "garbage");
+      const garbled = await ws.cli<StatusJson>(["status"]);
+      assert.equal(garbled.json.pairs[0]?.lock?.pid, 0, garbled.stdout);
+      const human = await runCli(["status"], { cwd: ws.dir });
+      assert.match(human.stdout, /locked \(unreadable lock file: holder unknown\)/);
+      assert.doesNotMatch(human.stdout, /unlocked/);
     });
   });
 }

@@ -15,6 +15,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { DistributorError, type ErrorCode, LockedError } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE } from "../src/paths.js";
+import { UNREADABLE_LOCK_HOLDER } from "../src/storage/_lock-file.js";
 import type { StorageDriver, StorageEntry } from "../src/storage/driver.js";
 
 /** A driver on a fresh, empty root, and how to remove whatever it created. */
@@ -338,6 +339,12 @@ function describeLocking(test: TestFn): void {
       await lock.release();
     }
     assert.equal(await driver.readLock(), null);
+  });
+
+  test("an unreadable lock still locks, and readLock says so (pid 0)", async (driver) => {
+    await put(driver, LOCK_FILE, "garbage, not a lock holder");
+    assert.deepEqual(await driver.readLock(), UNREADABLE_LOCK_HOLDER);
+    await rejectsWithCode(driver.acquireLock(), "locked");
   });
 
   test("a second acquire fails with LockedError naming the holder", async (driver) => {

@@ -14,9 +14,12 @@ export function formatValidate(report: ValidateReport): string {
 
 export function formatStatus(report: StatusReport): string {
   const lines = report.pairs.map((pair) => {
-    const lock = pair.lock
-      ? `locked by ${pair.lock.hostname} pid ${pair.lock.pid} since ${pair.lock.started_at}`
-      : "unlocked";
+    const lock =
+      pair.lock === null
+        ? "unlocked"
+        : pair.lock.pid === 0
+          ? "locked (unreadable lock file: holder unknown)"
+          : `locked by ${pair.lock.hostname} pid ${pair.lock.pid} since ${pair.lock.started_at}`;
     const updated = pair.updated_at ? `, last update ${pair.updated_at}` : "";
     return `${pair.pipeline_id} → ${pair.destination_id}: state ${pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
   });

@@ -21,6 +21,7 @@ import {
   parseLockFile,
   parseLockHolder,
   serializeLockHolder,
+  UNREADABLE_LOCK_HOLDER,
 } from "./_lock-file.js";
 import type { LockHandle } from "./driver.js";
 
@@ -73,6 +74,15 @@ async function retryOnce(
 export async function readFsLock(root: string): Promise<LockHolder | null> {
   const text = await readText(root, LOCK_FILE);
   return text === null ? null : parseLockHolder(text);
+}
+
+/**
+ * The holder as StorageDriver.readLock reports it: `null` only when there is no
+ * lock; one that cannot be parsed is UNREADABLE_LOCK_HOLDER, as on S3.
+ */
+export async function describeFsLock(root: string): Promise<LockHolder | null> {
+  const text = await readText(root, LOCK_FILE);
+  return text === null ? null : (parseLockHolder(text) ?? UNREADABLE_LOCK_HOLDER);
 }
 
 /**

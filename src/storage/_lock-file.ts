@@ -37,6 +37,16 @@ export function serializeLockHolder(holder: LockHolder, lockId?: string): string
  * lock we can read (not JSON, missing or mistyped fields, a non-positive pid).
  * Unknown extra fields are ignored so newer writers stay readable.
  */
+/**
+ * What `readLock` reports for a lock file that is there but cannot be parsed:
+ * it still locks the root (a run is refused), so status must not say unlocked.
+ */
+export const UNREADABLE_LOCK_HOLDER: LockHolder = {
+  hostname: "unknown (unreadable lock file)",
+  pid: 0,
+  started_at: "",
+};
+
 export function parseLockHolder(text: string): LockHolder | null {
   return parseLockFile(text)?.holder ?? null;
 }

@@ -12,6 +12,7 @@ import {
   isStaleLockHolder,
   parseLockHolder,
   serializeLockHolder,
+  UNREADABLE_LOCK_HOLDER,
 } from "./_lock-file.js";
 import type { LockHandle, StoredBytes, VersionToken, WriteOptions } from "./driver.js";
 
@@ -101,7 +102,5 @@ function lockHandle(store: LockStore, holder: LockHolder, bytes: Uint8Array): Lo
 export async function readObjectLock(store: LockStore): Promise<LockHolder | null> {
   const current = await store.read(LOCK_FILE);
   if (current === null) return null;
-  return (
-    holderOf(current) ?? { hostname: "unknown (unreadable lock file)", pid: 0, started_at: "" }
-  );
+  return holderOf(current) ?? UNREADABLE_LOCK_HOLDER;
 }

@@ -158,7 +158,10 @@ export interface StorageDriver {
    */
   acquireLock(options?: AcquireLockOptions): Promise<LockHandle>;
 
-  /** The current lock holder, or `null` when unlocked (status). */
+  /**
+   * The current lock holder, or `null` when unlocked (status). A lock file that
+   * cannot be parsed still locks: it is UNREADABLE_LOCK_HOLDER (pid 0).
+   */
   readLock(): Promise<LockHolder | null>;
 
   /**

@@ -18,7 +18,7 @@ import path from "node:path";
 import { mapLimit } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
 import { ancestorsOf, LOCK_FILE, STATE_FILE } from "../paths.js";
-import { acquireFsLock, readFsLock } from "./_fs-lock.js";
+import { acquireFsLock, describeFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
   resolveInside,
@@ -88,7 +88,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
     deleteMany: (paths: readonly string[]) => deletePaths(root, paths),
     deleteAll: () => deleteEverything(root),
     acquireLock: (lockOptions = {}) => acquireFsLock(root, lockOptions),
-    readLock: () => readFsLock(root),
+    readLock: () => describeFsLock(root),
   } satisfies StorageDriver;
   return driver;
 }
