@@ -214,6 +214,10 @@ describe("replace_catalog", () => {
     const result = onlyResult(json);
     assert.equal(result.action, "replace_catalog");
     assert.deepEqual(result.deleted, ["assets/style.css", "data/a.txt", "deep/old/z.txt"]);
+    assert.deepEqual(
+      result.deletions.map((d) => d.reason),
+      Array(3).fill("omitted by this run (replacement)"),
+    );
     assert.deepEqual(result.counts, { created: 0, updated: 0, unchanged: 2, deleted: 3 });
     assert.deepEqual(await publishedFiles(s.root), [
       "deep/old/y.txt",
@@ -230,6 +234,34 @@ describe("replace_catalog", () => {
       "index.html": "site/web",
       "other/x.txt": "other/web",
     });
+  });
+
+  test("an omitted output whose file is already gone is reported deleted, with why", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+    }));
+    assert.equal((await s.runJson()).code, 0);
+    await rm(path.join(s.root, "data/a.txt"));
+    const { "data/a.txt": _gone, ...rest } = SITE_FILES;
+    const v2 = await s.bundle("v2", rest);
+    const human = await s.run(["--source", v2, "--dry-run"]);
+    assert.match(
+      human.stdout,
+      /- data\/a\.txt \(omitted by this run \(replacement\); already gone/,
+    );
+    for (const dryRun of [true, false]) {
+      const extra = dryRun ? ["--dry-run"] : [];
+      const { code, json } = await s.runJson(["--source", v2, ...extra]);
+      assert.equal(code, 0, JSON.stringify(json));
+      const result = onlyResult(json);
+      assert.equal(result.action, "replace_catalog");
+      assert.deepEqual(result.deleted, ["data/a.txt"]);
+      assert.equal(result.counts.deleted, 1);
+      assert.match(result.deletions[0]?.reason ?? "", /already gone from storage, record dropped/);
+    }
+    assert.equal("data/a.txt" in (await stateOwners(s.root)), false);
+    assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
   });
 
   test("a file of ours that becomes a folder, and a folder that becomes a file", async () => {

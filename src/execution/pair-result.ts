@@ -27,7 +27,17 @@ export function pairResult(
   const { plan } = entry;
   const failedDeletes = outcome.failedDeletes ?? [];
   const failed = new Set(failedDeletes.map((f) => f.path));
-  const deleted = plan.deletes.filter((path) => !failed.has(path));
+  // force_replace empties the root without per-output delete changes; other
+  // plans report every record they drop, one whose file was already gone too
+  // (as prune counts an already-missing file as deleted).
+  const planned =
+    plan.action === "force_replace"
+      ? plan.deletes.map((path) => ({ path, reason: "force_replace empties the root" }))
+      : plan.changes
+          .filter((change) => change.change === "delete")
+          .map(({ path, reason }) => ({ path, reason }));
+  const deletions = planned.filter((deletion) => !failed.has(deletion.path));
+  const deleted = deletions.map((deletion) => deletion.path);
   return {
     pipeline_id: entry.pair.pipeline.id,
     destination_id: entry.pair.destination.id,
@@ -38,8 +48,7 @@ export function pairResult(
     source: (sources.get(entry.pair.pipeline.id) as { identity: SourceIdentity }).identity,
     outputs: outputReports(plan.changes),
     deleted,
-    // force_replace deletes the root's content without per-output delete
-    // changes, so the count follows the deleted list, not the changes.
+    deletions,
     counts: { ...countChanges(plan.changes), deleted: deleted.length },
     bytes: bytesToWrite(plan.changes),
     duration_ms: Math.round(performance.now() - entry.startedAt),

@@ -54,7 +54,7 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
       .map(
         (output) => `  ${output.change === "create" ? "+" : "~"} ${output.path} (${output.reason})`,
       ),
-    ...result.deleted.map((path) => `  - ${path}`),
+    ...result.deletions.map(({ path, reason }) => `  - ${path} (${reason})`),
   ];
   lines.push(...details.slice(0, DETAIL_LIMIT));
   if (details.length > DETAIL_LIMIT) {

@@ -36,7 +36,10 @@ export interface PairResult {
   applied: boolean;
   source: SourceIdentity;
   outputs: OutputReport[];
+  /** Paths deleted (or, not applied, to be deleted), records whose file was already gone included. */
   deleted: string[];
+  /** The same paths, each with its reason (`omitted by this run (replacement)`, ...). */
+  deletions: { path: string; reason: string }[];
   counts: ChangeCounts;
   /** Bytes written (or that would be written) for created and updated outputs. */
   bytes: number;

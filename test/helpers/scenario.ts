@@ -137,6 +137,7 @@ export interface PairJson {
   source: { id: string; digest: string; created: string };
   outputs: OutputJson[];
   deleted: string[];
+  deletions: { path: string; reason: string }[];
   counts: { created: number; updated: number; unchanged: number; deleted: number };
   error: ErrorJson | null;
 }
