@@ -1,9 +1,11 @@
 /**
  * Temporary files (`.distributor.tmp-*`) are only ever left behind by a run that
  * died between creating and renaming them. Under the root's lock no other run can
- * own one, so they are removed before applying.
+ * own one, so they are removed before applying. A folder with its own lock or
+ * state is another root (nested in this one), whose own lock covers its temp
+ * files: those are left to it.
  */
-import { TEMP_PREFIX } from "../paths.js";
+import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 
@@ -18,9 +20,19 @@ export async function removeStaleTempFiles(
   listing?: readonly StorageEntry[],
 ): Promise<void> {
   const entries = listing ?? (await driver.list());
-  const stale = entries
-    .filter((entry) => entry.type !== "directory")
-    .filter((entry) => entry.path.slice(entry.path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX))
-    .map((entry) => entry.path);
+  const stale = staleTempPaths(entries);
   if (stale.length > 0) await unlessStopped(() => driver.deleteMany(stale));
+}
+
+/** The temp files of this root in a listing: none of another root nested in it. */
+export function staleTempPaths(entries: readonly StorageEntry[]): string[] {
+  const nameOf = (entryPath: string) => entryPath.slice(entryPath.lastIndexOf("/") + 1);
+  const nestedRoots = entries
+    .filter((entry) => entry.path.includes("/"))
+    .filter((entry) => nameOf(entry.path) === LOCK_FILE || nameOf(entry.path) === STATE_FILE)
+    .map((entry) => entry.path.slice(0, entry.path.lastIndexOf("/") + 1));
+  return entries
+    .filter((entry) => entry.type !== "directory" && nameOf(entry.path).startsWith(TEMP_PREFIX))
+    .filter((entry) => !nestedRoots.some((root) => entry.path.startsWith(root)))
+    .map((entry) => entry.path);
 }
