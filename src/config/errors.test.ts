@@ -211,6 +211,10 @@ destinations:
         "destinations.site.url: must be an absolute http(s) URL",
       ]);
     }
+    const spaced = await configErrorOf(siteWith(`    url: "https://x.test/a b"\n`));
+    assert.deepEqual(problemLines(spaced), [
+      "destinations.site.url: must not contain spaces (percent-encode them: %20)",
+    ]);
     const error = await configErrorOf(
       siteWith("  bucket: { storage: { type: s3, bucket: b, endpoint: 'localhost:7480' } }\n"),
     );

@@ -187,6 +187,8 @@ const destinationSchema = z
       ),
     url: z
       .url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" })
+      // Recorded as written in every output url: a space there is no URL.
+      .refine((value) => !/\s/.test(value), "must not contain spaces (percent-encode them: %20)")
       .optional()
       .describe(
         "Base URL of the destination bundle path; output urls are this joined with the output path.",

@@ -44,9 +44,11 @@ const transform: Check = (v) =>
   (TRANSFORM_IDS as readonly unknown[]).includes(v)
     ? null
     : `not a known transform (${TRANSFORM_IDS.join(", ")})`;
+// An authority ("//host") is required: WHATWG parsing also accepts "http:a.txt".
+const HTTP_URL_START = /^https?:\/\//i;
 const httpUrl: Check = (v) => {
   if (typeof v !== "string") return "must be a string";
-  const url = URL.canParse(v) ? new URL(v) : null;
+  const url = HTTP_URL_START.test(v) && URL.canParse(v) ? new URL(v) : null;
   return url !== null && (url.protocol === "http:" || url.protocol === "https:")
     ? null
     : "not an absolute http or https URL";

@@ -260,6 +260,11 @@ describe("classifyState: each broken rule of schema 4 names its location", () =>
       { "outputs.0.url": "ftp://example.com/report.html" },
       "outputs[0].url: not an absolute http or https URL",
     ],
+    [
+      "url without a host",
+      { "outputs.0.url": "http:report.html" },
+      "outputs[0].url: not an absolute http or https URL",
+    ],
     ["url null", { "outputs.0.url": null }, "outputs[0].url: must be a string"],
     [
       "sha256 short",
