@@ -40,11 +40,14 @@ export function formatRunReport(report: RunReport, style: Style): string {
 }
 
 function formatPair(result: PairResult, dryRun: boolean, style: Style): string[] {
-  const would = dryRun || !result.applied ? "would " : "";
+  // "would" belongs to dry runs (SPEC §10). A real run says instead when a
+  // pair's plan was not carried out, or only in part.
+  const would = dryRun ? "would " : "";
   const { created, updated, unchanged, deleted } = result.counts;
   const tone = result.error ? "red" : result.action === "skip_same" ? "dim" : "green";
   const head =
     `${result.pipeline_id} → ${result.destination_id}: ${paint(result.action, tone, style)}` +
+    (dryRun ? "" : _notApplied(result)) +
     ` — ${would}create ${created}, ${would}update ${updated}, ${would}delete ${deleted}, ${unchanged} unchanged;` +
     ` ${formatBytes(result.bytes)}, ${result.duration_ms} ms`;
   const lines = [head, paint(`  root ${result.root} (state ${result.state})`, "dim", style)];
@@ -62,6 +65,14 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
   }
   if (result.error) lines.push(...formatError(result.error, style).map((line) => `  ${line}`));
   return lines;
+}
+
+/** Why a real run's pair was not (entirely) applied; "" when it was, or when its action says so. */
+function _notApplied(result: PairResult): string {
+  if (result.applied || result.action.startsWith("fail_")) return "";
+  return result.error
+    ? " (stopped while applying: a rerun completes it)"
+    : " (not applied: another pair failed)";
 }
 
 /**
