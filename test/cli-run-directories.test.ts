@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { lstat, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { cleanupTempDirs, listFiles, readStateFile, runCli } from "./helpers/fixtures.js";
@@ -93,16 +94,28 @@ describe("a state path that is a directory", () => {
 });
 
 describe("force_replace", () => {
-  test("empties the whole root, tool files and empty directories included", async () => {
+  test("empties the root, empty directories included, and reports what it deleted", async () => {
     const s = await scenario();
     await mkdir(path.join(s.root, "empty", "deeper"), { recursive: true });
-    await mkdir(path.join(s.root, ".distributor.keep"), { recursive: true });
-    await writeFile(path.join(s.root, ".distributor.keep", "f"), "tool-looking\n");
     await writeFile(path.join(s.root, "stray.txt"), "unmanaged\n");
     const { code, json } = await s.runJson(FORCE);
     assert.equal(code, 0, JSON.stringify(json));
+    assert.deepEqual(onlyResult(json).deleted, ["empty/deeper", "stray.txt"]);
     assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
     assert.deepEqual(await directories(s.root), ["assets", "data", "docs"]);
+  });
+
+  test("leaves a nested root's lock and state: another run may hold that lock", async () => {
+    const s = await scenario();
+    const nested = path.join(s.root, "sub");
+    await mkdir(nested, { recursive: true });
+    const holder = { hostname: hostname(), pid: process.pid, started_at: "2026-06-04T12:00:00Z" };
+    await writeFile(path.join(nested, ".distributor.lock"), JSON.stringify(holder));
+    await writeFile(path.join(nested, ".distributor.json"), "{}\n");
+    await writeFile(path.join(nested, "page.html"), "nested output\n");
+    const { code, json } = await s.runJson(FORCE);
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.deepEqual(await listFiles(nested), [".distributor.json", ".distributor.lock"]);
   });
 });
 

@@ -17,6 +17,7 @@
 import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput } from "../model.js";
+import { STATE_FILE } from "../paths.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
@@ -48,11 +49,23 @@ export async function applyPlan(
   let token = options.stateToken;
   if (plan.action === "force_replace") {
     // Delete first: force_replace replaces whatever is there (unmanaged files,
-    // empty directories, tool files, a broken state, even one that is a
-    // directory), and outputs are then written into an empty root. Only the
-    // lock this run holds stays. The claim state below is then a create.
-    await unlessStopped(() => driver.deleteAll());
+    // empty directories, a broken state, even one that is a directory), and
+    // outputs are then written into an empty root. The state path goes last,
+    // once a directory there has lost its content. The claim state below is
+    // then a create.
+    const results = [
+      ...(await unlessStopped(() => driver.deleteMany(plan.deletes))),
+      ...(await unlessStopped(() => driver.deleteMany([STATE_FILE]))),
+    ];
     token = null;
+    const failed = results.filter((result) => result.error !== undefined);
+    if (failed.length > 0) {
+      throw new DistributorError(
+        "storage_error",
+        `force_replace could not clear ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}`,
+        { paths: failed.map((f) => f.path) },
+      );
+    }
   }
   if (plan.claimState) {
     const claim = plan.claimState;
@@ -151,12 +164,13 @@ async function deleteOmitted(
 
 /**
  * A delete that failed leaves its file in place, so its record must stay
- * managed: take it back from the claim state (which still holds every old record).
+ * managed: take it back from the plan's omitted records. (The claim state
+ * holds them too, but there is none when the plan creates nothing.)
  */
 function keepRecordsOf(plan: RunPlan, failed: ApplyResult["failedDeletes"]): CatalogState {
   const finalState = plan.finalState as CatalogState;
-  if (failed.length === 0 || !plan.claimState) return finalState;
+  if (failed.length === 0) return finalState;
   const failedPaths = new Set(failed.map((f) => f.path));
-  const kept = plan.claimState.outputs.filter((record) => failedPaths.has(record.path));
+  const kept = (plan.omittedRecords ?? []).filter((record) => failedPaths.has(record.path));
   return { ...finalState, outputs: [...finalState.outputs, ...kept] };
 }

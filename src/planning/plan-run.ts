@@ -7,7 +7,7 @@
  * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
-import { compareUtf8 } from "../paths.js";
+import { compareUtf8, STATE_FILE } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
@@ -95,7 +95,14 @@ function _omitted(
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
 function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   const plan = _fresh(input, "force_replace rewrites everything");
-  return { ...plan, action: "force_replace", deletes: viewPaths(view) };
+  // A state path that is a directory goes with its content (the executor then
+  // deletes the state path itself); other reserved names stay: a nested
+  // root's lock may be held by a live run.
+  const stateContent = input.listing
+    .map((entry) => entry.path)
+    .filter((path) => path.startsWith(`${STATE_FILE}/`));
+  const deletes = [...viewPaths(view), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
+  return { ...plan, action: "force_replace", deletes };
 }
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
@@ -197,6 +204,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
       ...kept,
       ...planned.map((p) => p.record),
     ]),
+    omittedRecords: omitted,
   };
 }
 

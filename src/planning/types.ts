@@ -12,7 +12,7 @@ import type {
   SourceIdentity,
   Workflow,
 } from "../model.js";
-import type { CatalogState, ClassifiedState } from "../state/types.js";
+import type { CatalogState, ClassifiedState, OutputRecord } from "../state/types.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface RunPlanInput {
@@ -62,9 +62,10 @@ export interface RunPlan {
   /** Every planned output's change plus one `delete` per removed record; sorted by path. */
   changes: OutputChange[];
   /**
-   * Paths to delete after writing outputs (replacement). For force_replace, the
-   * executor deletes the whole root first instead; `deletes` then lists what exists
-   * there (for the dry-run report), reserved names excluded.
+   * Paths to delete after writing outputs (replacement). For force_replace,
+   * what the executor deletes first: every file and empty directory in the
+   * root, and the content of a state path that is a directory; other reserved
+   * names (a nested root's lock and state, temporary files) are not touched.
    */
   deletes: string[];
   /**
@@ -86,4 +87,9 @@ export interface RunPlan {
    * the claim already is final there, and the executor writes it once.
    */
   finalState: CatalogState | null;
+  /**
+   * The records of the outputs this plan deletes (replacement): one whose
+   * delete fails is kept in the final state, so that a rerun retries it.
+   */
+  omittedRecords?: readonly OutputRecord[];
 }

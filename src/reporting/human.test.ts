@@ -44,10 +44,7 @@ describe("formatRunReport", () => {
         pair({ destination_id: "mirror", applied: false }),
       ],
     });
-    assert.match(
-      out,
-      /web: upsert_additive \(stopped while applying: a rerun completes it\) — create 2/,
-    );
+    assert.match(out, /web: upsert_additive \(failed while applying: see the error\) — create 2/);
     assert.match(out, /mirror: upsert_additive \(not applied: another pair failed\) — create 2/);
     assert.doesNotMatch(out, /would/);
   });

@@ -71,7 +71,7 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
 function _notApplied(result: PairResult): string {
   if (result.applied || result.action.startsWith("fail_")) return "";
   return result.error
-    ? " (stopped while applying: a rerun completes it)"
+    ? " (failed while applying: see the error)"
     : " (not applied: another pair failed)";
 }
 

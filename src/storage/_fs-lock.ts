@@ -132,7 +132,13 @@ async function createExclusive(root: string, name: string, content: string): Pro
   const file = path.join(root, name);
   let handle: Awaited<ReturnType<typeof open>>;
   try {
-    handle = await open(file, "wx");
+    handle = await open(file, "wx").catch(async (error: unknown) => {
+      // Another run that made this root just removed it again on release
+      // (removeIfEmpty), between our mkdir and this open: make it once more.
+      if (errnoCode(error) !== "ENOENT") throw error;
+      await mkdir(root, { recursive: true });
+      return open(file, "wx");
+    });
   } catch (error) {
     if (errnoCode(error) === "EEXIST") return false;
     throw storageError("create the lock", { root, relPath: name, error });

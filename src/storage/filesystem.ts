@@ -173,6 +173,22 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   return results;
 }
 
+/**
+ * Unlink a file or symlink; a path that is a directory is removed only when
+ * empty (rmdir), since the listing names a directory only then (force_replace
+ * deletes those). Linux answers unlink of a directory with EISDIR, macOS with EPERM.
+ */
+async function unlinkOrRemoveEmptyDir(absolute: string): Promise<void> {
+  try {
+    await unlink(absolute);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code !== "EISDIR" && code !== "EPERM") throw error;
+    if (!(await lstat(absolute)).isDirectory()) throw error;
+    await rmdir(absolute);
+  }
+}
+
 async function deleteOne(root: string, relPath: string): Promise<DeleteResult> {
   const problem = unsafePathProblem(relPath);
   if (problem !== null) return { path: relPath, error: `refused: the path ${problem}` };
@@ -181,7 +197,7 @@ async function deleteOne(root: string, relPath: string): Promise<DeleteResult> {
     if (check.kind === "missing") return { path: relPath };
     if (check.kind === "unsafe")
       return { path: relPath, error: unsafeAncestorError(root, relPath, check).message };
-    await unlink(path.join(root, relPath));
+    await unlinkOrRemoveEmptyDir(path.join(root, relPath));
     return { path: relPath };
   } catch (error) {
     const code = errnoCode(error);
