@@ -12,6 +12,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { DistributorError, LockedError } from "../src/errors.js";
+import { readRoot } from "../src/execution/root-io.js";
 import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
 import {
   createTestBucket,
@@ -544,5 +545,20 @@ describe("errors", () => {
       assert.match((error as Error).message, /HeadObject failed: ECONNREFUSED.*Check the endpoint/);
       return true;
     });
+  });
+});
+
+describe("readRoot on S3", () => {
+  test("keys below the state's name make no directory of it: the state is missing", async () => {
+    const prefix = `read-root-${randomBytes(4).toString("hex")}`;
+    await raw.send(
+      new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/.distributor.json/x`, Body: "x" }),
+    );
+    const snapshot = await readRoot(driver(prefix));
+    assert.equal(snapshot.state.class, "missing");
+    assert.deepEqual(
+      snapshot.listing.map((entry) => entry.path),
+      [".distributor.json/x"],
+    );
   });
 });

@@ -59,11 +59,15 @@ export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
   const foldsCase = await foldsCasePromise;
   if (state && stored) return { listing, foldsCase, state, stateToken: stored.token };
   // Not read: what the listing shows there decides. A directory that holds
-  // something is listed only by its content.
-  const entry = listing.find((candidate) => candidate.path === STATE_FILE);
+  // something is listed only by its content; then the driver is asked, since
+  // on S3 keys below the state's name make no directory of it.
   const folder = `${STATE_FILE}/`;
-  const holdsContent = listing.some((candidate) => candidate.path.startsWith(folder));
-  if ((entry && entry.type !== "file") || (!entry && holdsContent)) {
+  const entry =
+    listing.find((candidate) => candidate.path === STATE_FILE) ??
+    (listing.some((candidate) => candidate.path.startsWith(folder))
+      ? await driver.stat(STATE_FILE)
+      : null);
+  if (entry && entry.type !== "file") {
     return { listing, foldsCase, state: classifyState({ notAFile: true }), stateToken: null };
   }
   if (entry && readError) throw readError.error;
