@@ -70,6 +70,47 @@ describe("empty directories", () => {
   });
 });
 
+describe("a folder of ours that a killed run emptied", () => {
+  test("is cleared for the file that replaces it: the plain rerun converges", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+    }));
+    const v1 = await s.bundle("v1", {
+      "keep.txt": "k\n",
+      "docs/a.txt": "a\n",
+      "docs/sub/b.txt": "b\n",
+    });
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    // What a run killed after deleting the omitted files, before removing
+    // their folders, leaves: the records still there, the folders empty.
+    await rm(path.join(s.root, "docs/a.txt"));
+    await rm(path.join(s.root, "docs/sub/b.txt"));
+    const v2 = await s.bundle("v2", { "keep.txt": "k\n", docs: "now a file\n" });
+    const { code, json } = await s.runJson(["--source", v2]);
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.equal(onlyResult(json).action, "replace_catalog");
+    assert.ok((await lstat(path.join(s.root, "docs"))).isFile());
+    assert.deepEqual(await listFiles(s.root), [".distributor.json", "docs", "keep.txt"]);
+    assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
+  });
+
+  test("an empty folder where no omitted record lies still blocks the file", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+    }));
+    const v1 = await s.bundle("v1", { "keep.txt": "k\n" });
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    await mkdir(path.join(s.root, "docs", "sub"), { recursive: true });
+    const v2 = await s.bundle("v2", { "keep.txt": "k\n", docs: "a file\n" });
+    const { code, json } = await s.runJson(["--source", v2]);
+    assert.equal(code, 1);
+    assert.equal(onlyResult(json).action, "fail_unmanaged");
+    assert.ok((await lstat(path.join(s.root, "docs", "sub"))).isDirectory());
+  });
+});
+
 describe("a state path that is a directory", () => {
   for (const holds of ["nothing", "a file"]) {
     test(`holding ${holds}: invalid state, fail_conflict; --force replaces it`, async () => {

@@ -68,11 +68,16 @@ function structuralUnlessCleared(clearing: Clearing, path: string): Blocker | nu
   }
   const prefix = `${path}/`;
   const inside = [...view.entries.values()].filter((entry) => entry.path.startsWith(prefix));
-  // Deleting files removes the folders they leave empty, never one that was
-  // empty already: a folder with one of those in it stays in the way.
-  const emptyInside = [...view.emptyDirs].some((dir) => dir === path || dir.startsWith(prefix));
-  if (inside.length === 0 || emptyInside) return blocker;
   if (!inside.every((entry) => entry.type === "file" && omitted.has(entry.path))) return blocker;
+  const emptyInside = [...view.emptyDirs].some((dir) => dir === path || dir.startsWith(prefix));
+  if (emptyInside) {
+    // Empty folders are cleared only where a record this run omits lies: the
+    // folder was ours, and a run killed between deleting its files and
+    // removing the folder left them. The folder itself is deleted then (its
+    // empty subfolders with it, never a file); anywhere else it blocks.
+    if (![...omitted].some((omittedPath) => omittedPath.startsWith(prefix))) return blocker;
+    first.add(path);
+  }
   for (const entry of inside) first.add(entry.path);
   return null;
 }

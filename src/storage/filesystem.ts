@@ -156,10 +156,29 @@ async function openStream(root: string, relPath: string): Promise<NodeJS.Readabl
   return handle.createReadStream();
 }
 
-/** Unlink each path, then remove the directories they leave empty (deepest first). */
+/**
+ * Unlink each path; then remove the paths that are folders, if nothing but
+ * empty folders is in them (deepest first, once the files are gone); then
+ * the folders the deletes left empty (deepest first).
+ */
 async function deletePaths(root: string, paths: readonly string[]): Promise<DeleteResult[]> {
-  const results = await mapLimit(paths, (relPath) => deleteOne(root, relPath), {
+  const attempts = await mapLimit(paths, (relPath) => deleteOne(root, relPath), {
     limit: DELETE_CONCURRENCY,
+  });
+  const folders = attempts.filter((attempt) => attempt.folder).map((attempt) => attempt.path);
+  const depth = (relPath: string) => relPath.split("/").length;
+  const folderErrors = new Map<string, string>();
+  for (const folder of folders.sort((a, b) => depth(b) - depth(a))) {
+    await removeEmptyTree(path.join(root, folder)).catch((error: unknown) => {
+      const code = errnoCode(error);
+      if (code === "ENOENT") return;
+      const detail = error instanceof Error ? error.message : String(error);
+      folderErrors.set(folder, `${code ?? "error"}: ${detail}`);
+    });
+  }
+  const results: DeleteResult[] = attempts.map(({ path: relPath, error }) => {
+    const failure = error ?? folderErrors.get(relPath);
+    return failure === undefined ? { path: relPath } : { path: relPath, error: failure };
   });
   const dirs = new Set<string>();
   for (const result of results) {
@@ -174,22 +193,40 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
 }
 
 /**
- * Unlink a file or symlink; a path that is a directory is removed only when
- * empty (rmdir), since the listing names a directory only then (force_replace
- * deletes those). Linux answers unlink of a directory with EISDIR, macOS with EPERM.
+ * Unlink a file or symlink; true when the path is a folder instead, which
+ * deletePaths removes later, and only if it holds nothing but empty folders
+ * (the listing names empty folders; a clearing delete names a folder of ours
+ * that a killed run emptied). Linux answers unlink of a directory with
+ * EISDIR, macOS with EPERM.
  */
-async function unlinkOrRemoveEmptyDir(absolute: string): Promise<void> {
+async function unlinkUnlessFolder(absolute: string): Promise<boolean> {
   try {
     await unlink(absolute);
+    return false;
   } catch (error) {
     const code = errnoCode(error);
     if (code !== "EISDIR" && code !== "EPERM") throw error;
     if (!(await lstat(absolute)).isDirectory()) throw error;
-    await rmdir(absolute);
+    return true;
   }
 }
 
-async function deleteOne(root: string, relPath: string): Promise<DeleteResult> {
+/** rmdir of `dir` and of the empty folders in it; fails on anything else in there. */
+async function removeEmptyTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (!entry.isDirectory()) {
+      const error = new Error(`${path.join(dir, entry.name)} is not an empty folder`);
+      throw Object.assign(error, { code: "ENOTEMPTY" });
+    }
+    await removeEmptyTree(path.join(dir, entry.name));
+  }
+  await rmdir(dir);
+}
+
+async function deleteOne(
+  root: string,
+  relPath: string,
+): Promise<DeleteResult & { folder?: boolean }> {
   const problem = unsafePathProblem(relPath);
   if (problem !== null) return { path: relPath, error: `refused: the path ${problem}` };
   try {
@@ -197,8 +234,8 @@ async function deleteOne(root: string, relPath: string): Promise<DeleteResult> {
     if (check.kind === "missing") return { path: relPath };
     if (check.kind === "unsafe")
       return { path: relPath, error: unsafeAncestorError(root, relPath, check).message };
-    await unlinkOrRemoveEmptyDir(path.join(root, relPath));
-    return { path: relPath };
+    const folder = await unlinkUnlessFolder(path.join(root, relPath));
+    return folder ? { path: relPath, folder } : { path: relPath };
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return { path: relPath };
