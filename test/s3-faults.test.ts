@@ -27,7 +27,10 @@ import { createTestBucket, ensureS3Server, removeTestBucket } from "./s3-server.
 interface RunJson {
   ok: boolean;
   results: Array<{
+    pipeline_id: string;
     action: string;
+    applied: boolean;
+    deleted: string[];
     outputs: Array<{ path: string; sha256: string }>;
     error: { code: string; message: string; paths: string[] } | null;
   }>;
@@ -158,6 +161,42 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.equal(verify.code, 0, verify.stdout);
     const third = await ws.cli<RunJson>(["run", ...ALPHA]);
     assert.equal(third.json.results[0]?.action, "skip_same");
+  });
+
+  it("a failed delete keeps its record: later pairs on the root wait for the rerun", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination, { workflowA: "replacement" });
+    assert.equal((await ws.cli(["run"])).code, 0);
+    const { "alpha/data.txt": _omitted, ...rest } = ALPHA_FILES;
+    await ws.writeAlpha(rest);
+    await ws.writeBeta({ "beta/b1.txt": "b1 changed\n", "beta/b2.txt": "b2\n" });
+    // DeleteObjects is the only POST the run sends.
+    proxy.errorNext(Infinity, { status: 403, code: "AccessDenied" }, { method: "POST" });
+    const failed = await ws.cli<RunJson>(["run"]);
+    assert.equal(failed.code, 1);
+    const [alpha, beta] = failed.json.results ?? [];
+    assert.equal(alpha?.error?.code, "storage_error");
+    assert.deepEqual(alpha?.error?.paths, ["alpha/data.txt"]);
+    assert.equal(beta?.pipeline_id, "beta");
+    assert.equal(beta?.applied, false, "stopped: planned against a state without the kept record");
+    const kept = await destination.readState();
+    assert.ok(
+      kept.outputs.some((record) => record.path === "alpha/data.txt"),
+      "record kept",
+    );
+    proxy.clear();
+    const rerun = await ws.cli<RunJson>(["run"]);
+    assert.equal(rerun.code, 0, rerun.stderr);
+    assert.deepEqual(rerun.json.results?.[0]?.deleted, ["alpha/data.txt"]);
+    const state = await destination.readState();
+    assert.equal(
+      state.outputs.some((record) => record.path === "alpha/data.txt"),
+      false,
+    );
+    assert.equal(
+      state.outputs.find((record) => record.path === "beta/b1.txt")?.sha256,
+      sha256("b1 changed\n"),
+    );
   });
 
   it("persistent failures are storage_errors naming the object and code, never credentials", async (t) => {

@@ -272,6 +272,10 @@ async function applyGroups(
         results.push(
           pairResult(entry, sources, { applied: true, failedDeletes: applied.failedDeletes }),
         );
+        // A failed delete is a failure too: the records kept for it are not in
+        // the state the later pairs were planned against, so applying them
+        // would drop those records again.
+        if (applied.failedDeletes.length > 0) stopped = true;
       } catch (error) {
         if (!(error instanceof DistributorError)) throw error;
         stopped = true;

@@ -207,6 +207,8 @@ export interface Workspace {
   cli<T = Record<string, unknown>>(args: readonly string[]): Promise<CliJsonResult<T>>;
   /** Rewrite alpha's bundle (a new manifest) with these files. */
   writeAlpha(files: Record<string, string>): Promise<void>;
+  /** Rewrite beta's bundle (a new manifest) with these files. */
+  writeBeta(files: Record<string, string>): Promise<void>;
 }
 
 export type CliJsonResult<T> = Awaited<ReturnType<typeof runCliJson<T>>>;
@@ -248,6 +250,11 @@ ${mirror ? `  site-b2:\n    storage: ${mirror}\n    url: https://example.test/si
       version += 1;
       await rm(path.join(dir, "bundle-alpha"), { recursive: true, force: true });
       await writeBundle(path.join(dir, "bundle-alpha"), files, { id: `alpha.v${version}` });
+    },
+    async writeBeta(files) {
+      version += 1;
+      await rm(path.join(dir, "bundle-beta"), { recursive: true, force: true });
+      await writeBundle(path.join(dir, "bundle-beta"), files, { id: `beta.v${version}` });
     },
   };
 }
