@@ -16,6 +16,14 @@ after(cleanupTempDirs);
 
 const FORCE = ["--force", "--pipeline", "site", "--destination", "web"];
 
+/** One pipeline publishing to `public` under `workflow: replacement`. */
+function replacementScenario() {
+  return scenario((base) => ({
+    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+    destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+  }));
+}
+
 /** Every directory under `root`, as relative paths. */
 async function directories(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true });
@@ -72,10 +80,7 @@ describe("empty directories", () => {
 
 describe("a folder of ours that a killed run emptied", () => {
   test("is cleared for the file that replaces it: the plain rerun converges", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await replacementScenario();
     const v1 = await s.bundle("v1", {
       "keep.txt": "k\n",
       "docs/a.txt": "a\n",
@@ -95,11 +100,32 @@ describe("a folder of ours that a killed run emptied", () => {
     assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
   });
 
+  test("a run that omits it removes it, so a later file can take its place", async () => {
+    const s = await replacementScenario();
+    const v1 = await s.bundle("v1", { "keep.txt": "k\n", "docs/a.txt": "a\n" });
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    await rm(path.join(s.root, "docs/a.txt"));
+    const v2 = await s.bundle("v2", { "keep.txt": "k\n" });
+    assert.equal((await s.runJson(["--source", v2])).code, 0);
+    assert.deepEqual(await directories(s.root), [], "the emptied folder went with the record");
+  });
+
+  test("a folder holding a nested root's files is never cleared, nothing is deleted", async () => {
+    const s = await replacementScenario();
+    const v1 = await s.bundle("v1", { "keep.txt": "k\n", "docs/a.txt": "a\n" });
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    await writeFile(path.join(s.root, "docs", ".distributor.json"), "{}\n");
+    const v2 = await s.bundle("v2", { "keep.txt": "k\n", docs: "a file\n" });
+    const { code, json } = await s.runJson(["--source", v2]);
+    assert.equal(code, 1);
+    const result = onlyResult(json);
+    assert.equal(result.action, "fail_unmanaged");
+    assert.match(result.error?.message ?? "", /docs \(a directory holding another root's/);
+    assert.deepEqual(await listFiles(path.join(s.root, "docs")), [".distributor.json", "a.txt"]);
+  });
+
   test("an empty folder where no omitted record lies still blocks the file", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await replacementScenario();
     const v1 = await s.bundle("v1", { "keep.txt": "k\n" });
     assert.equal((await s.runJson(["--source", v1])).code, 0);
     await mkdir(path.join(s.root, "docs", "sub"), { recursive: true });
@@ -144,6 +170,20 @@ describe("force_replace", () => {
     assert.deepEqual(onlyResult(json).deleted, ["empty/deeper", "stray.txt"]);
     assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
     assert.deepEqual(await directories(s.root), ["assets", "data", "docs"]);
+  });
+
+  test("refuses, before deleting anything, a planned file where a nested root is kept", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "index.html"), { recursive: true });
+    await writeFile(path.join(s.root, "index.html", ".distributor.json"), "{}\n");
+    await writeFile(path.join(s.root, "stray.txt"), "unmanaged\n");
+    const { code, json } = await s.runJson(FORCE);
+    assert.equal(code, 1);
+    const result = onlyResult(json);
+    assert.equal(result.action, "fail_unmanaged");
+    assert.deepEqual(result.error?.paths, ["index.html"]);
+    assert.match(result.error?.message ?? "", /publish to another path/);
+    assert.deepEqual(await listFiles(s.root), ["index.html/.distributor.json", "stray.txt"]);
   });
 
   test("leaves a nested root's lock and state: another run may hold that lock", async () => {

@@ -84,6 +84,10 @@ function _owner(input: RunPlanInput): string {
 }
 
 function _forceHint(input: RunPlanInput): string {
+  // Under --force only a nested root can be in the way: force keeps its files.
+  if (input.force) {
+    return "publish to another path: --force keeps a nested root's lock and state, and the folder they are in.";
+  }
   const selector = `--pipeline ${input.owner.pipelineId} --destination ${input.owner.destinationId}`;
   return `review \`distributor run ${selector} --force --dry-run\` and rerun it without --dry-run (force_replace deletes everything under the destination root, other owners' outputs included).`;
 }

@@ -3,7 +3,7 @@
  * the directories the listing implies (a directory is listed itself only when
  * it is empty).
  */
-import { addAncestors, compareUtf8, hasReservedSegment } from "../paths.js";
+import { addAncestors, compareUtf8, hasReservedSegment, TEMP_PREFIX } from "../paths.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface StorageView {
@@ -13,6 +13,12 @@ export interface StorageView {
   dirs: ReadonlySet<string>;
   /** The directories listed as empty: nothing that a delete of files would remove. */
   emptyDirs: ReadonlySet<string>;
+  /**
+   * Folders holding tool files other than temporary ones (a root nested in this
+   * one: its lock or state) at any depth. Planning never deletes those files,
+   * so such a folder can never be cleared for a file.
+   */
+  toolDirs: ReadonlySet<string>;
 }
 
 /** Something in storage that stops a planned output from being written where it is. */
@@ -30,8 +36,15 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   const entries = new Map<string, StorageEntry>();
   const dirs = new Set<string>();
   const emptyDirs = new Set<string>();
+  const toolDirs = new Set<string>();
   for (const entry of listing) {
-    if (hasReservedSegment(entry.path)) continue;
+    if (hasReservedSegment(entry.path)) {
+      // Temporary files of this root are removed before anything is applied.
+      if (!entry.path.slice(entry.path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX)) {
+        addAncestors(toolDirs, entry.path);
+      }
+      continue;
+    }
     // An empty directory blocks a file at its path like any other directory,
     // and like one it is not content that makes a root "not empty".
     if (entry.type === "directory") {
@@ -40,7 +53,7 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
     } else entries.set(entry.path, entry);
     addAncestors(dirs, entry.path);
   }
-  return { entries, dirs, emptyDirs };
+  return { entries, dirs, emptyDirs, toolDirs };
 }
 
 /** Non-reserved paths in the view, sorted by UTF-8 bytes. */
@@ -66,6 +79,8 @@ export function structuralBlocker(view: StorageView, path: string): Blocker | nu
       return { path: ancestor, why: `a file where ${path} needs a directory`, unsafe: false };
     }
   }
-  if (view.dirs.has(path)) return { path, why: "a directory", unsafe: false };
+  if (view.dirs.has(path) || view.toolDirs.has(path)) {
+    return { path, why: "a directory", unsafe: false };
+  }
   return null;
 }

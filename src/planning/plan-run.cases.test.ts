@@ -431,7 +431,8 @@ const PER_OUTPUT: Case[] = [
     errorPaths: ["docs"],
   },
   {
-    name: "replacement drops the record of an omitted output already gone, deleting nothing",
+    // Its delete finds nothing, and then removes the folders left empty.
+    name: "replacement drops the record of an omitted output already gone, and deletes its path",
     input: input({
       workflow: "replacement",
       outputs: [A],
@@ -440,7 +441,7 @@ const PER_OUTPUT: Case[] = [
     }),
     action: "replace_catalog",
     changes: ["a.txt unchanged", "gone.txt delete"],
-    deletes: [],
+    deletes: ["gone.txt"],
     reasons: { "gone.txt": "already gone" },
   },
   {

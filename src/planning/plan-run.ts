@@ -7,7 +7,7 @@
  * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
-import { compareUtf8, STATE_FILE } from "../paths.js";
+import { ancestorsOf, compareUtf8, STATE_FILE } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
@@ -94,6 +94,16 @@ function _omitted(
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
 function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
+  // force keeps a nested root's tool files, and so the folder they are in:
+  // a planned file there could never be written.
+  const kept: Blocker[] = input.outputs
+    .filter((output) => view.toolDirs.has(output.path))
+    .map((output) => ({
+      path: output.path,
+      why: "a directory holding another root's .distributor.* files, which --force keeps",
+      unsafe: false,
+    }));
+  if (kept.length > 0) return blockedPlan(input, kept);
   const plan = _fresh(input, "force_replace rewrites everything");
   // A state path that is a directory goes with its content (the executor then
   // deletes the state path itself); other reserved names stay: a nested
@@ -197,7 +207,16 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
     error: null,
     changes,
-    deletes: omitted.map((r) => r.path).filter((path) => _deletable(view, path)),
+    // An omitted file already gone is "deleted" too: deleting nothing there
+    // still removes the folders it leaves empty (a killed run's leftovers),
+    // unless a folder it was in is cleared first (then an output may stand there).
+    deletes: omitted
+      .map((r) => r.path)
+      .filter(
+        (path) =>
+          _deletable(view, path) ||
+          (_absent(view, path) && !ancestorsOf(path).some((dir) => clearing.first.has(dir))),
+      ),
     deletesFirst: [...clearing.first].sort(compareUtf8),
     claimState: _claim(input, old, created),
     finalState: _state(input, old?.created_at ?? input.now, [
@@ -301,6 +320,11 @@ function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
   const change: OutputChange = { path: record.path, change: "delete", reason };
   if (record.url !== undefined) change.url = record.url;
   return change;
+}
+
+/** Nothing at all at `path`: no entry, no folder. */
+function _absent(view: StorageView, path: string): boolean {
+  return !view.entries.has(path) && !view.dirs.has(path);
 }
 
 /** Only files the listing shows are deleted: never a symlink (not ours), never a missing path. */

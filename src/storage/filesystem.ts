@@ -170,10 +170,7 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   const folderErrors = new Map<string, string>();
   for (const folder of folders.sort((a, b) => depth(b) - depth(a))) {
     await removeEmptyTree(path.join(root, folder)).catch((error: unknown) => {
-      const code = errnoCode(error);
-      if (code === "ENOENT") return;
-      const detail = error instanceof Error ? error.message : String(error);
-      folderErrors.set(folder, `${code ?? "error"}: ${detail}`);
+      if (errnoCode(error) !== "ENOENT") folderErrors.set(folder, deleteFailure(error));
     });
   }
   const results: DeleteResult[] = attempts.map(({ path: relPath, error }) => {
@@ -213,6 +210,10 @@ async function unlinkUnlessFolder(absolute: string): Promise<boolean> {
 
 /** rmdir of `dir` and of the empty folders in it; fails on anything else in there. */
 async function removeEmptyTree(dir: string): Promise<void> {
+  // Checked again right here: a folder swapped for a symlink is never entered.
+  if (!(await lstat(dir)).isDirectory()) {
+    throw Object.assign(new Error(`${dir} is no longer a folder`), { code: "ENOTDIR" });
+  }
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     if (!entry.isDirectory()) {
       const error = new Error(`${path.join(dir, entry.name)} is not an empty folder`);
@@ -239,9 +240,15 @@ async function deleteOne(
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") return { path: relPath };
-    const detail = error instanceof Error ? error.message : String(error);
-    return { path: relPath, error: `${code ?? "error"}: ${detail}` };
+    return { path: relPath, error: deleteFailure(error) };
   }
+}
+
+/** `EPERM: <message>`, without repeating the code when Node's message starts with it. */
+function deleteFailure(error: unknown): string {
+  const code = errnoCode(error) ?? "error";
+  const detail = error instanceof Error ? error.message : String(error);
+  return detail.startsWith(`${code}:`) ? detail : `${code}: ${detail}`;
 }
 
 /**
