@@ -49,6 +49,19 @@ describe("empty directories", () => {
     assert.deepEqual(await listFiles(s.root), [], "no state, no output");
   });
 
+  test("a folder holding only a nested root's lock at a planned path is refused too", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "index.html", "sub"), { recursive: true });
+    await writeFile(path.join(s.root, "index.html", "sub", ".distributor.lock"), "{}\n");
+    for (const extra of [["--dry-run"], []]) {
+      const { code, json } = await s.runJson(extra);
+      assert.equal(code, 1, extra.join(" "));
+      assert.equal(onlyResult(json).action, "fail_unmanaged");
+      assert.deepEqual(onlyResult(json).error?.paths, ["index.html"]);
+    }
+    assert.deepEqual(await listFiles(s.root), ["index.html/sub/.distributor.lock"]);
+  });
+
   test("empty directories elsewhere are no content: the root still gets publish_new", async () => {
     const s = await scenario();
     await mkdir(path.join(s.root, "uploads", "2026"), { recursive: true });
@@ -98,16 +111,6 @@ describe("a folder of ours that a killed run emptied", () => {
     assert.ok((await lstat(path.join(s.root, "docs"))).isFile());
     assert.deepEqual(await listFiles(s.root), [".distributor.json", "docs", "keep.txt"]);
     assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
-  });
-
-  test("a run that omits it removes it, so a later file can take its place", async () => {
-    const s = await replacementScenario();
-    const v1 = await s.bundle("v1", { "keep.txt": "k\n", "docs/a.txt": "a\n" });
-    assert.equal((await s.runJson(["--source", v1])).code, 0);
-    await rm(path.join(s.root, "docs/a.txt"));
-    const v2 = await s.bundle("v2", { "keep.txt": "k\n" });
-    assert.equal((await s.runJson(["--source", v2])).code, 0);
-    assert.deepEqual(await directories(s.root), [], "the emptied folder went with the record");
   });
 
   test("a folder holding a nested root's files is never cleared, nothing is deleted", async () => {
@@ -182,7 +185,7 @@ describe("force_replace", () => {
     const result = onlyResult(json);
     assert.equal(result.action, "fail_unmanaged");
     assert.deepEqual(result.error?.paths, ["index.html"]);
-    assert.match(result.error?.message ?? "", /publish to another path/);
+    assert.match(result.error?.message ?? "", /publish this pipeline to another path/);
     assert.deepEqual(await listFiles(s.root), ["index.html/.distributor.json", "stray.txt"]);
   });
 

@@ -7,7 +7,7 @@
  * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
-import { ancestorsOf, compareUtf8, STATE_FILE } from "../paths.js";
+import { compareUtf8, STATE_FILE } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
@@ -117,8 +117,8 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   const empty = view.entries.size === 0;
-  // Only empty directories (or nothing): a root that needs no check per output.
-  if (empty && view.dirs.size === 0) {
+  // Nothing at all (reserved names aside): a root that needs no check per output.
+  if (empty && view.dirs.size === 0 && view.toolDirs.size === 0) {
     return { ..._fresh(input, "not in catalog"), action: "publish_new" };
   }
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
@@ -207,16 +207,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
     error: null,
     changes,
-    // An omitted file already gone is "deleted" too: deleting nothing there
-    // still removes the folders it leaves empty (a killed run's leftovers),
-    // unless a folder it was in is cleared first (then an output may stand there).
-    deletes: omitted
-      .map((r) => r.path)
-      .filter(
-        (path) =>
-          _deletable(view, path) ||
-          (_absent(view, path) && !ancestorsOf(path).some((dir) => clearing.first.has(dir))),
-      ),
+    deletes: omitted.map((r) => r.path).filter((path) => _deletable(view, path)),
     deletesFirst: [...clearing.first].sort(compareUtf8),
     claimState: _claim(input, old, created),
     finalState: _state(input, old?.created_at ?? input.now, [
@@ -320,11 +311,6 @@ function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
   const change: OutputChange = { path: record.path, change: "delete", reason };
   if (record.url !== undefined) change.url = record.url;
   return change;
-}
-
-/** Nothing at all at `path`: no entry, no folder. */
-function _absent(view: StorageView, path: string): boolean {
-  return !view.entries.has(path) && !view.dirs.has(path);
 }
 
 /** Only files the listing shows are deleted: never a symlink (not ours), never a missing path. */
