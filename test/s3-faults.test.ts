@@ -199,6 +199,36 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     );
   });
 
+  it("a failed force_replace reports as deleted exactly what it deleted", async (t) => {
+    const { proxy, destination } = await proxied(t);
+    const ws = await workspace(destination);
+    assert.equal((await ws.cli(["run"])).code, 0);
+    const force = ["run", ...ALPHA, "--force"];
+    // The clear succeeds; writing one output fails: its old object was deleted all the same.
+    proxy.errorNext(
+      Infinity,
+      { status: 403, code: "AccessDenied" },
+      { method: "PUT", path: /index\.html$/ },
+    );
+    const writeFailed = await ws.cli<RunJson>(force);
+    assert.equal(writeFailed.code, 1);
+    const first = writeFailed.json.results?.[0];
+    assert.equal(first?.error?.code, "storage_error");
+    assert.ok(first?.deleted.includes("alpha/index.html"), JSON.stringify(first?.deleted));
+    proxy.clear();
+    assert.equal((await ws.cli(force)).code, 0);
+    // The clear itself fails: nothing it names counts as deleted.
+    proxy.errorNext(Infinity, { status: 403, code: "AccessDenied" }, { method: "POST" });
+    const clearFailed = await ws.cli<RunJson>(force);
+    assert.equal(clearFailed.code, 1);
+    const second = clearFailed.json.results?.[0];
+    assert.match(second?.error?.message ?? "", /force_replace could not clear/);
+    for (const path of second?.error?.paths ?? []) {
+      assert.ok(!second?.deleted.includes(path), `${path} reported deleted`);
+    }
+    assert.ok((second?.error?.paths.length ?? 0) > 0);
+  });
+
   it("persistent failures are storage_errors naming the object and code, never credentials", async (t) => {
     const { proxy, destination } = await proxied(t);
     const ws = await workspace(destination);

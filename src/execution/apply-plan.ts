@@ -25,6 +25,16 @@ import type { StorageDriver, VersionToken } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 import { writeState } from "./root-io.js";
 
+/** A force_replace that could not empty its root: what stayed, for the report's `deleted`. */
+export class ForceClearError extends DistributorError {
+  readonly failedDeletes: { path: string; message: string }[];
+
+  constructor(message: string, failedDeletes: { path: string; message: string }[]) {
+    super("storage_error", message, { paths: failedDeletes.map((f) => f.path) });
+    this.failedDeletes = failedDeletes;
+  }
+}
+
 export interface ApplyOptions {
   /** Version token of the state read at plan time (`null` = there was none). */
   stateToken: VersionToken | null;
@@ -60,10 +70,9 @@ export async function applyPlan(
     token = null;
     const failed = results.filter((result) => result.error !== undefined);
     if (failed.length > 0) {
-      throw new DistributorError(
-        "storage_error",
+      throw new ForceClearError(
         `force_replace could not clear ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}`,
-        { paths: failed.map((f) => f.path) },
+        failed.map((f) => ({ path: f.path, message: f.error ?? "" })),
       );
     }
   }

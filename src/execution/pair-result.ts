@@ -27,10 +27,6 @@ export function pairResult(
   const { plan } = entry;
   const failedDeletes = outcome.failedDeletes ?? [];
   const failed = new Set(failedDeletes.map((f) => f.path));
-  // A force_replace that could not clear the root names what stayed.
-  if (plan.action === "force_replace" && outcome.error?.code === "storage_error") {
-    for (const path of outcome.error.paths) failed.add(path);
-  }
   // force_replace empties the root without per-output delete changes; other
   // plans report every record they drop, one whose file was already gone too
   // (as prune counts an already-missing file as deleted).

@@ -19,7 +19,7 @@ import { formatTimestamp } from "../timestamps.js";
 import { planOutputs, renderDeferred } from "../transform/planned-outputs.js";
 import { RenderCache } from "../transform/render-cache.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
-import { applyPlan } from "./apply-plan.js";
+import { applyPlan, ForceClearError } from "./apply-plan.js";
 import { withLocks } from "./locks.js";
 import { pairResult } from "./pair-result.js";
 import { readRoot } from "./root-io.js";
@@ -279,7 +279,10 @@ async function applyGroups(
       } catch (error) {
         if (!(error instanceof DistributorError)) throw error;
         stopped = true;
-        results.push(pairResult(entry, sources, { applied: false, error: error.toReport() }));
+        const failedDeletes = error instanceof ForceClearError ? error.failedDeletes : undefined;
+        results.push(
+          pairResult(entry, sources, { applied: false, error: error.toReport(), failedDeletes }),
+        );
       }
     }
   }
