@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ancestorsOf, cleanPathProblem, compareUtf8, hasReservedSegment } from "./paths.js";
+import {
+  ancestorsOf,
+  baseName,
+  cleanPathProblem,
+  compareUtf8,
+  hasReservedSegment,
+  isTempPath,
+} from "./paths.js";
 
 // The straightforward definitions the fast paths must agree with.
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
@@ -107,4 +114,12 @@ test("ancestorsOf and hasReservedSegment agree with splitting on /", () => {
   }
   assert.equal(hasReservedSegment("a/.distributor.tmp-x/b"), true);
   assert.equal(hasReservedSegment("a/x.distributor.y"), false);
+});
+
+test("baseName and isTempPath look at the last segment only", () => {
+  assert.equal(baseName("a/b/c.txt"), "c.txt");
+  assert.equal(baseName("top"), "top");
+  assert.equal(isTempPath("docs/.distributor.tmp-x1"), true);
+  assert.equal(isTempPath(".distributor.tmp-x1/inside.txt"), false);
+  assert.equal(isTempPath("docs/x.distributor.tmp-1"), false);
 });

@@ -11,6 +11,16 @@ export const LOCK_FILE = ".distributor.lock";
 /** Temporary files are `<dir>/.distributor.tmp-<random>`; stale ones may be removed under the lock. */
 export const TEMP_PREFIX = ".distributor.tmp-";
 
+/** The last segment of a relative `/` path: `baseName("a/b.txt") === "b.txt"`. */
+export function baseName(relativePath: string): string {
+  return relativePath.slice(relativePath.lastIndexOf("/") + 1);
+}
+
+/** Whether the path names a temporary file of the tool (`.../.distributor.tmp-*`). */
+export function isTempPath(relativePath: string): boolean {
+  return baseName(relativePath).startsWith(TEMP_PREFIX);
+}
+
 const MAX_PATH_BYTES = 1024;
 // C0 controls and DEL; NUL is among them.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
@@ -85,8 +95,7 @@ export function isCleanPath(value: string, options: CleanPathOptions = {}): bool
 
 /** True when the last segment of a relative path is a reserved tool file name. */
 export function isReservedName(relativePath: string): boolean {
-  const name = relativePath.slice(relativePath.lastIndexOf("/") + 1);
-  return name.startsWith(RESERVED_PREFIX);
+  return baseName(relativePath).startsWith(RESERVED_PREFIX);
 }
 
 /** True when any segment of a relative path is reserved (e.g. a temp dir or file). */

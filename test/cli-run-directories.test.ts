@@ -5,11 +5,17 @@
  * must refuse before writing anything, and `--force` must clear all of it.
  */
 import assert from "node:assert/strict";
-import { lstat, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { cleanupTempDirs, listFiles, readStateFile, runCli } from "./helpers/fixtures.js";
+import {
+  cleanupTempDirs,
+  listDirectories,
+  listFiles,
+  readStateFile,
+  runCli,
+} from "./helpers/fixtures.js";
 import { exists, onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
@@ -22,15 +28,6 @@ function replacementScenario() {
     pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
     destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
   }));
-}
-
-/** Every directory under `root`, as relative paths. */
-async function directories(root: string): Promise<string[]> {
-  const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)))
-    .sort();
 }
 
 describe("empty directories", () => {
@@ -172,7 +169,7 @@ describe("force_replace", () => {
     assert.equal(code, 0, JSON.stringify(json));
     assert.deepEqual(onlyResult(json).deleted, ["empty/deeper", "stray.txt"]);
     assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
-    assert.deepEqual(await directories(s.root), ["assets", "data", "docs"]);
+    assert.deepEqual(await listDirectories(s.root), ["assets", "data", "docs"]);
   });
 
   test("refuses, before deleting anything, a planned file where a nested root is kept", async () => {

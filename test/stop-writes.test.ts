@@ -5,7 +5,6 @@
  * type. Its own file: stopping writes is for the whole process.
  */
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -13,19 +12,11 @@ import { DistributorError } from "../src/errors.js";
 import { unlessStopped } from "../src/execution/locks.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { createFilesystemDriver, stopWrites } from "../src/storage/filesystem.js";
-import { cleanupTempDirs, tempDir } from "./helpers/fixtures.js";
+import { cleanupTempDirs, listFiles, tempDir } from "./helpers/fixtures.js";
 
 after(cleanupTempDirs);
 
 const bytes = (text: string) => ({ type: "bytes" as const, bytes: new TextEncoder().encode(text) });
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const names = await readdir(dir, { recursive: true, withFileTypes: true });
-  return names
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
-    .sort();
-}
 
 test("after stopWrites, no write lands and none starts", async () => {
   const root = path.join(await tempDir("distributor-stop-"), "root");
@@ -45,10 +36,10 @@ test("after stopWrites, no write lands and none starts", async () => {
   );
   await new Promise((resolve) => setTimeout(resolve, 5));
   await stopWrites();
-  const atStop = await filesUnder(root);
+  const atStop = await listFiles(root);
   await Promise.all(inFlight);
   await new Promise((resolve) => setTimeout(resolve, 200));
-  assert.deepEqual(await filesUnder(root), atStop, "nothing was written after the stop");
+  assert.deepEqual(await listFiles(root), atStop, "nothing was written after the stop");
   for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);
   assert.ok(landed.length < 2000, "the stop interrupted the writes");
   await assert.rejects(driver.write("late.txt", bytes("late")), /Writing stopped/);

@@ -5,7 +5,7 @@
  * state is another root (nested in this one), whose own lock covers its temp
  * files: those are left to it.
  */
-import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../paths.js";
+import { baseName, isTempPath, LOCK_FILE, STATE_FILE } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 
@@ -26,13 +26,12 @@ export async function removeStaleTempFiles(
 
 /** The temp files of this root in a listing: none of another root nested in it. */
 export function staleTempPaths(entries: readonly StorageEntry[]): string[] {
-  const nameOf = (entryPath: string) => entryPath.slice(entryPath.lastIndexOf("/") + 1);
   const nestedRoots = entries
     .filter((entry) => entry.path.includes("/"))
-    .filter((entry) => nameOf(entry.path) === LOCK_FILE || nameOf(entry.path) === STATE_FILE)
+    .filter((entry) => baseName(entry.path) === LOCK_FILE || baseName(entry.path) === STATE_FILE)
     .map((entry) => entry.path.slice(0, entry.path.lastIndexOf("/") + 1));
   return entries
-    .filter((entry) => entry.type !== "directory" && nameOf(entry.path).startsWith(TEMP_PREFIX))
+    .filter((entry) => entry.type !== "directory" && isTempPath(entry.path))
     .filter((entry) => !nestedRoots.some((root) => entry.path.startsWith(root)))
     .map((entry) => entry.path);
 }

@@ -3,7 +3,7 @@
  * the directories the listing implies (a directory is listed itself only when
  * it is empty).
  */
-import { addAncestors, compareUtf8, hasReservedSegment, TEMP_PREFIX } from "../paths.js";
+import { addAncestors, compareUtf8, hasReservedSegment, isTempPath } from "../paths.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface StorageView {
@@ -40,9 +40,7 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) {
       // Temporary files of this root are removed before anything is applied.
-      if (!entry.path.slice(entry.path.lastIndexOf("/") + 1).startsWith(TEMP_PREFIX)) {
-        addAncestors(toolDirs, entry.path);
-      }
+      if (!isTempPath(entry.path)) addAncestors(toolDirs, entry.path);
       continue;
     }
     // An empty directory blocks a file at its path like any other directory,

@@ -116,23 +116,34 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 }
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
-  const empty = view.entries.size === 0;
-  // Nothing at all (reserved names aside): a root that needs no check per output.
-  if (empty && view.dirs.size === 0 && view.toolDirs.size === 0) {
-    return { ..._fresh(input, "not in catalog"), action: "publish_new" };
-  }
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
   const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
-  const blockers: Blocker[] = [];
-  for (const output of _sorted(input.outputs)) {
-    const blocker = blockerOf(clearing, output.path, { recorded: false, legacy: false });
-    if (blocker !== null) blockers.push(blocker);
-  }
+  const notRecorded = { recorded: false, legacy: false };
+  const blockers = _blockersOf(_sorted(input.outputs), clearing, () => notRecorded);
   if (blockers.length > 0) return blockedPlan(input, blockers);
-  // Empty directories elsewhere are no content: the outputs go around them.
-  if (empty) return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  // Empty directories are no content: the outputs go around them.
+  if (view.entries.size === 0) {
+    return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  }
   // Nothing planned collides, yet the root holds content that is not ours.
   return foreignRootPlan(input, viewPaths(view));
+}
+
+/**
+ * What stands in the way of each output, in output order. A plain loop, not
+ * flatMap: on 100,000 outputs that built as many singleton arrays to collect.
+ */
+function _blockersOf(
+  outputs: readonly PlannedOutput[],
+  clearing: Clearing,
+  flagsOf: (path: string) => { recorded: boolean; legacy: boolean },
+): Blocker[] {
+  const blockers: Blocker[] = [];
+  for (const { path } of outputs) {
+    const blocker = blockerOf(clearing, path, flagsOf(path));
+    if (blocker !== null) blockers.push(blocker);
+  }
+  return blockers;
 }
 
 /** publish_new and force_replace: every output is a create under a brand-new state. */
@@ -166,8 +177,7 @@ interface Planned {
 /** Valid (`old` set) or legacy (`old` null) state: per-output changes by workflow. */
 function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState | null): RunPlan {
   const oldRecords = old?.outputs ?? [];
-  // Plain loops below, not map/flatMap into pairs and singleton arrays: on a
-  // 100,000-output catalog those were 200,000 short-lived arrays to collect.
+  // Plain loops, not map into [path, record] pairs: 100,000 arrays to collect.
   const byPath = new Map<string, OutputRecord>();
   for (const record of oldRecords) byPath.set(record.path, record);
   const outputs = _sorted(input.outputs);
@@ -176,12 +186,10 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const omitted = _omitted(input, oldRecords, plannedPaths);
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
-  const blockers: Blocker[] = [];
-  for (const output of outputs) {
-    const flags = { recorded: byPath.has(output.path), legacy: old === null };
-    const blocker = blockerOf(clearing, output.path, flags);
-    if (blocker !== null) blockers.push(blocker);
-  }
+  const blockers = _blockersOf(outputs, clearing, (path) => ({
+    recorded: byPath.has(path),
+    legacy: old === null,
+  }));
   if (blockers.length > 0) return blockedPlan(input, blockers);
 
   const scope: Scope = { input, view, context: _context(input) };

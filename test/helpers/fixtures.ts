@@ -151,6 +151,15 @@ export async function listFiles(dir: string): Promise<string[]> {
   return out.sort();
 }
 
+/** Every directory under `dir` as sorted relative paths. */
+export async function listDirectories(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
+    .sort();
+}
+
 /** Parse `<root>/.distributor.json`. */
 export async function readStateFile(root: string): Promise<{
   schema_version: number;
