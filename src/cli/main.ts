@@ -98,7 +98,7 @@ function buildProgram(setExit: (code: number) => void): Command {
     .option("--dry-run", "plan and report only: no lock, no write")
     .option(
       "--force",
-      "force_replace: delete everything under the root first (needs --pipeline and --destination)",
+      "force_replace: delete everything under the root first, a nested root's lock and state excepted (needs --pipeline and --destination)",
     )
     .option("--verify", "re-hash outputs that look unchanged and rewrite those that drifted")
     .option("--json", "print exactly one JSON report on stdout")
