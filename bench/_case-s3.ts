@@ -7,11 +7,11 @@
  * objects in a few GiB of RAM and stalls when that fills up.
  */
 
-import { rmSync } from "node:fs";
 import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createS3Driver } from "../src/storage/s3.js";
 import { type BenchCase, distributorRun, renderCacheDir, writeConfig } from "./_kit.js";
+import { setAside } from "./_trash.js";
 import type { Workload } from "./workload.js";
 
 const BUCKET = "distributor-bench";
@@ -79,7 +79,7 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
       before: () => {
         sample++;
         // A fresh publish of a new bundle: nothing rendered before.
-        rmSync(renderCacheDir(work), { recursive: true, force: true });
+        setAside(renderCacheDir(work));
         writeConfig(config, {
           source: s().dir,
           storage: {

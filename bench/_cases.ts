@@ -4,7 +4,7 @@
  * starting destination) once per case.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { s3Case } from "./_case-s3.js";
 import {
@@ -19,6 +19,7 @@ import {
   renderCacheDir,
   writeConfig,
 } from "./_kit.js";
+import { setAside } from "./_trash.js";
 import {
   benchDir,
   changedVariant,
@@ -57,8 +58,8 @@ function freshPublish(work: string, source: () => Workload, root: string): Conte
   return {
     label: "distributor",
     before: () => {
-      rmSync(root, { recursive: true, force: true });
-      rmSync(cache, { recursive: true, force: true });
+      setAside(root);
+      setAside(cache);
     },
     command: () => distributorRun(config(), cache),
   };
@@ -69,8 +70,8 @@ function freshPublish(work: string, source: () => Workload, root: string): Conte
  * compare with (and a render cache: the one `work`'s runs use).
  */
 function publishOnce(work: string, config: string, root: string, source?: string): void {
-  rmSync(root, { recursive: true, force: true });
-  rmSync(renderCacheDir(work), { recursive: true, force: true });
+  setAside(root);
+  setAside(renderCacheDir(work));
   const { cmd, args, env } = distributorRun(config, renderCacheDir(work), source);
   execFileSync(cmd, args, { stdio: "inherit", cwd: REPO_ROOT, env });
 }
@@ -138,7 +139,7 @@ function caseOne(m: () => Workload): BenchCase {
   const rclone: Contender = {
     label: "rclone copy --checksum",
     requires: "rclone",
-    before: () => rmSync(rcloneOut, { recursive: true, force: true }),
+    before: () => setAside(rcloneOut),
     command: () => rcloneLocal("copy", m().dir, rcloneOut),
   };
   return {
@@ -160,7 +161,7 @@ function caseTwo(m: () => Workload): BenchCase {
     ...base,
     setup: () => {
       base.setup();
-      rmSync(copy, { recursive: true, force: true });
+      setAside(copy);
       execFileSync("cp", ["-r", m().dir, copy]);
     },
     inputs: () => [m().dir, copy],

@@ -2,10 +2,11 @@
  * The pieces benchmark cases are built from: the case model, the distributor
  * command, the coreutils floors and the rclone anchors.
  */
-import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Command, quote, type Sample, shell } from "./_measure.js";
+import { setAside } from "./_trash.js";
 
 /** One side of a comparison, run as a whole process per sample. */
 export interface Contender {
@@ -104,7 +105,7 @@ export function hashOnly(dir: string): string {
 export function floorContender(source: () => string, target: string): Contender {
   return {
     label: "floor (sha256sum + cp -r)",
-    before: () => rmSync(target, { recursive: true, force: true }),
+    before: () => setAside(target),
     command: () => shell(`${hashOnly(source())} && cp -r ${quote(source())} ${quote(target)}`),
   };
 }

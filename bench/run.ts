@@ -12,6 +12,7 @@ import { allCases } from "./_cases.js";
 import type { BenchCase, Comparison, Contender } from "./_kit.js";
 import { flushDisks, measure, median, toolAvailable, warmPageCache } from "./_measure.js";
 import { markdownTable, type Row, spreadNote } from "./_report.js";
+import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
 interface Options {
@@ -72,10 +73,12 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
   for (let i = 0; i < runs; i++) {
     // The same cyclic order every run, so no contender ever runs twice in a row.
     // Reversing the order every other run did that at each turn, and on the
-    // benchmark VM a contender that deletes the tree it has just written, then
-    // writes it again, measured about twice as slow (case 1: 5.0-5.2 s against
+    // benchmark VM a contender that deleted the tree it had just written, then
+    // wrote it again, measured about twice as slow (case 1: 5.0-5.2 s against
     // 2.4-2.7 s for distributor, 3.97-4.37 s against 1.59-1.86 s for rclone,
-    // in one run), so the ratio depended on who got that turn more often.
+    // in one run), so the ratio depended on who got that turn more often. The
+    // cause was ext4's allocator after a mass delete; outputs are now set
+    // aside instead (see _trash.ts).
     for (const contender of contenders) {
       await sample(contender, samples.get(contender) as Samples, inputs);
     }
@@ -156,17 +159,27 @@ function failedRows(bench: BenchCase, error: unknown): Row[] {
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
   const cases = allCases({ seed: options.seed }).filter((bench) => selected(bench, options.cases));
+  if (emptyTrash()) {
+    process.stderr.write(
+      "deleted the outputs an interrupted benchmark set aside: creating files is slow for about a minute after a mass delete (see bench/_trash.ts), so the first file-creating rows may read high\n",
+    );
+  }
   const rows: Row[] = [];
-  for (const bench of cases) {
-    process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
-    try {
-      await bench.setup();
-      rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
-    } catch (error) {
-      rows.push(...failedRows(bench, error));
-    } finally {
-      await bench.teardown?.();
+  try {
+    for (const bench of cases) {
+      process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
+      try {
+        await bench.setup();
+        rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
+      } catch (error) {
+        rows.push(...failedRows(bench, error));
+      } finally {
+        await bench.teardown?.();
+      }
     }
+  } finally {
+    process.stderr.write("deleting the samples' outputs\n");
+    emptyTrash();
   }
   const table = markdownTable(rows);
   const machine = `${os.availableParallelism()} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
