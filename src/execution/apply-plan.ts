@@ -38,7 +38,7 @@ export class ForceClearError extends DistributorError {
 export interface ApplyOptions {
   /** Version token of the state read at plan time (`null` = there was none). */
   stateToken: VersionToken | null;
-  /** Parallel output writes. Default 8. */
+  /** Parallel output writes. Default: the driver's `writeConcurrency`. */
   concurrency?: number;
   /** Called after each output write with its byte size. */
   onOutputWritten?: (output: PlannedOutput) => void;
@@ -116,7 +116,7 @@ async function writeOutputs(
       );
       options.onOutputWritten?.(output);
     },
-    { limit: options.concurrency ?? 8 },
+    { limit: options.concurrency ?? driver.writeConcurrency },
   );
 }
 

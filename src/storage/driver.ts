@@ -99,6 +99,12 @@ export interface StorageDriver {
   /** Human/JSON display of the destination root: an absolute path or `s3://bucket/prefix/`. */
   readonly root: string;
   readonly capabilities: StorageCapabilities;
+  /**
+   * How many `write` calls the executor keeps in flight: as many as keep the
+   * driver's own parallelism busy (S3: its connections; filesystem: its write
+   * threads, see filesystem.ts).
+   */
+  readonly writeConcurrency: number;
 
   /**
    * Every entry under the root, recursively, with relative paths, including

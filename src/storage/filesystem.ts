@@ -65,6 +65,15 @@ async function foldsCase(root: string): Promise<boolean> {
   return false;
 }
 
+/**
+ * Writes the executor keeps in flight on a filesystem. Small outputs go to the
+ * write threads (_fs-write-pool.ts) one message each way, and with 8 in flight
+ * the threads sat idle 30 % of the time waiting for the next one: a fresh
+ * publish of C (100,000 small files) took 9.3-9.5 s, and 7.4-7.7 s with 64.
+ * Large outputs wait in libuv's thread pool meanwhile, which costs nothing.
+ */
+const FS_WRITE_CONCURRENCY = 64;
+
 /** A driver for the directory tree at `options.root`. Throws `config_invalid` for a relative root. */
 export function createFilesystemDriver(options: FilesystemDriverOptions): StorageDriver {
   if (!path.isAbsolute(options.root)) {
@@ -77,6 +86,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
   const driver = {
     root,
     capabilities: { conditionalWrite: false, batchDelete: false },
+    writeConcurrency: FS_WRITE_CONCURRENCY,
     list: (listOptions: ListOptions = {}) =>
       listOptions.busyHere ? walkTreeOffThread(root) : walkTree(root),
     stat: (relPath: string) => statEntry(root, relPath),

@@ -87,6 +87,8 @@ class S3Driver implements StorageDriver {
    * dry runs never probe, since they never write.
    */
   readonly capabilities: StorageCapabilities = { conditionalWrite: true, batchDelete: true };
+  /** One write per connection the client may open (`max_concurrency`). */
+  readonly writeConcurrency: number;
   private probe: Promise<boolean> | undefined;
   private readonly client: S3Client;
   /** Unconditional small PUTs, without the SDK's per-request CPU (see _s3-direct-put.ts). */
@@ -101,6 +103,7 @@ class S3Driver implements StorageDriver {
     this.multipartThreshold = options.multipartThreshold ?? 64 * MiB;
     this.listPageSize = options.listPageSize;
     const maxConcurrency = options.maxConcurrency ?? 16;
+    this.writeConcurrency = maxConcurrency;
     const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
     this.client =
       options.client ??

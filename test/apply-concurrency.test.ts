@@ -1,0 +1,87 @@
+/**
+ * The executor keeps as many writes in flight as the driver asks for
+ * (`writeConcurrency`): with a fixed 8, the filesystem's write threads sat
+ * idle between writes, and an S3 destination never used more than 8 of its
+ * `max_concurrency` connections. The driver is the real filesystem one; only
+ * its `write` is wrapped to count the calls running at once.
+ */
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { openBundle } from "../src/bundle/verify.js";
+import { loadConfig, selectPairs } from "../src/config/load.js";
+import { applyPlan } from "../src/execution/apply-plan.js";
+import { readRoot } from "../src/execution/root-io.js";
+import { planRun } from "../src/planning/plan-run.js";
+import type { StorageDriver } from "../src/storage/driver.js";
+import { createFilesystemDriver } from "../src/storage/filesystem.js";
+import { planOutputs } from "../src/transform/planned-outputs.js";
+import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
+import { scenario } from "./helpers/scenario.js";
+
+after(cleanupTempDirs);
+
+const FILES = 150;
+
+/** Publish FILES files through a driver whose `writeConcurrency` is `limit`; the most writes seen at once. */
+async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
+  const s = await scenario((base) => ({
+    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+    destinations: { web: { root: path.join(base, "public") } },
+  }));
+  const files: Record<string, string> = {};
+  for (let i = 0; i < FILES; i++) files[`dir${i % 7}/file${i}.txt`] = `content ${i}\n`;
+  const dir = await s.bundle("many", files);
+
+  const [pair] = selectPairs(await loadConfig({ file: s.config }), {});
+  assert.ok(pair);
+  const bundle = await openBundle(dir);
+  const outputs = await planOutputs(bundle, pair.pipeline);
+  const real = createFilesystemDriver({ root: s.root });
+  let running = 0;
+  let most = 0;
+  const driver: StorageDriver = {
+    ...real,
+    writeConcurrency: limit ?? real.writeConcurrency,
+    write: async (relPath, content, options) => {
+      running++;
+      most = Math.max(most, running);
+      try {
+        // Long enough that every write the executor starts meanwhile overlaps this one.
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return await real.write(relPath, content, options);
+      } finally {
+        running--;
+      }
+    },
+  };
+  const snapshot = await readRoot(driver);
+  const plan = planRun({
+    owner: { pipelineId: "site", destinationId: "web" },
+    source: bundle.identity,
+    outputs,
+    state: snapshot.state,
+    listing: snapshot.listing,
+    workflow: "additive",
+    force: false,
+    now: "2026-06-05T00:00:00Z",
+    distributorVersion: "test",
+  });
+  assert.equal(plan.action, "publish_new");
+  await applyPlan(driver, plan, { stateToken: snapshot.stateToken });
+  const state = await readStateFile(s.root);
+  assert.equal(state.outputs.length, FILES, "every output was written and recorded");
+  return most;
+}
+
+describe("applyPlan's writes in flight", () => {
+  test("reach the driver's writeConcurrency", async () => {
+    assert.equal(await mostWritesAtOnce(5), 5);
+    assert.equal(await mostWritesAtOnce(40), 40);
+  });
+
+  test("on a filesystem, enough to keep the write threads busy (more than 8)", async () => {
+    const most = await mostWritesAtOnce(undefined);
+    assert.ok(most > 8, `at most ${most} writes in flight`);
+  });
+});
