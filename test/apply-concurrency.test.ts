@@ -8,15 +8,11 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { openBundle } from "../src/bundle/verify.js";
-import { loadConfig, selectPairs } from "../src/config/load.js";
 import { applyPlan } from "../src/execution/apply-plan.js";
-import { readRoot } from "../src/execution/root-io.js";
-import { planRun } from "../src/planning/plan-run.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
-import { planOutputs } from "../src/transform/planned-outputs.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
+import { planOnly } from "./helpers/plan-apply.js";
 import { scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
@@ -33,10 +29,6 @@ async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
   for (let i = 0; i < FILES; i++) files[`dir${i % 7}/file${i}.txt`] = `content ${i}\n`;
   const dir = await s.bundle("many", files);
 
-  const [pair] = selectPairs(await loadConfig({ file: s.config }), {});
-  assert.ok(pair);
-  const bundle = await openBundle(dir);
-  const outputs = await planOutputs(bundle, pair.pipeline);
   const real = createFilesystemDriver({ root: s.root });
   let running = 0;
   let most = 0;
@@ -55,18 +47,7 @@ async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
       }
     },
   };
-  const snapshot = await readRoot(driver);
-  const plan = planRun({
-    owner: { pipelineId: "site", destinationId: "web" },
-    source: bundle.identity,
-    outputs,
-    state: snapshot.state,
-    listing: snapshot.listing,
-    workflow: "additive",
-    force: false,
-    now: "2026-06-05T00:00:00Z",
-    distributorVersion: "test",
-  });
+  const { plan, snapshot } = await planOnly(s.config, dir, driver, "additive");
   assert.equal(plan.action, "publish_new");
   await applyPlan(driver, plan, { stateToken: snapshot.stateToken });
   const state = await readStateFile(s.root);

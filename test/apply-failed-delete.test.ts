@@ -8,15 +8,11 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { openBundle } from "../src/bundle/verify.js";
-import { loadConfig, selectPairs } from "../src/config/load.js";
 import { applyPlan } from "../src/execution/apply-plan.js";
-import { readRoot } from "../src/execution/root-io.js";
-import { planRun } from "../src/planning/plan-run.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
-import { planOutputs } from "../src/transform/planned-outputs.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
+import { planOnly } from "./helpers/plan-apply.js";
 import { SITE_FILES, scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
@@ -31,10 +27,6 @@ describe("a failed delete", () => {
     const { "data/a.txt": _omitted, ...rest } = SITE_FILES;
     const v2 = await s.bundle("v2", rest);
 
-    const [pair] = selectPairs(await loadConfig({ file: s.config }), {});
-    assert.ok(pair);
-    const bundle = await openBundle(v2);
-    const outputs = await planOutputs(bundle, pair.pipeline);
     const real = createFilesystemDriver({ root: s.root });
     const driver: StorageDriver = {
       ...real,
@@ -43,18 +35,7 @@ describe("a failed delete", () => {
           p === "data/a.txt" ? { path: p, error: "EPERM: simulated" } : { path: p },
         ),
     };
-    const snapshot = await readRoot(driver);
-    const plan = planRun({
-      owner: { pipelineId: "site", destinationId: "web" },
-      source: bundle.identity,
-      outputs,
-      state: snapshot.state,
-      listing: snapshot.listing,
-      workflow: "replacement",
-      force: false,
-      now: "2026-06-05T00:00:00Z",
-      distributorVersion: "test",
-    });
+    const { plan, snapshot } = await planOnly(s.config, v2, driver, "replacement");
     assert.equal(plan.action, "replace_catalog");
     assert.equal(plan.claimState, null, "nothing is created: no claim state");
     const result = await applyPlan(driver, plan, { stateToken: snapshot.stateToken });
