@@ -394,6 +394,30 @@ describe("filesystem driver: many small writes (spread over worker threads)", ()
       assert.deepEqual(await tempFilesUnder(root), []);
     }),
   );
+
+  it(
+    "a write that fails inside a batch fails alone",
+    sandboxed(async ({ root, driver }) => {
+      // Enough writes at once that the pool runs and sends them in batches.
+      const paths = Array.from({ length: 400 }, (_, i) => `b${i % 5}/f${i}.txt`);
+      await mkdir(path.join(root, "b1"), { recursive: true });
+      await mkdir(path.join(root, paths[201] as string));
+      const results = await Promise.allSettled(paths.map((p) => driver.write(p, bytes(p))));
+      if (os.availableParallelism() >= 2) assert.ok(writePoolSize() >= 2, "the pool took over");
+      for (const [i, result] of results.entries()) {
+        if (i === 201) {
+          assert.equal(result.status, "rejected");
+          assert.equal((result as PromiseRejectedResult).reason.code, "storage_error");
+          assert.deepEqual((result as PromiseRejectedResult).reason.paths, [paths[201]]);
+        } else {
+          assert.equal(result.status, "fulfilled", paths[i]);
+          const stored = await driver.read(paths[i] as string);
+          assert.equal(new TextDecoder().decode(stored?.bytes), paths[i]);
+        }
+      }
+      assert.deepEqual(await tempFilesUnder(root), []);
+    }),
+  );
 });
 
 describe("filesystem driver: temp files", () => {

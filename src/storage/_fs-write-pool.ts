@@ -9,6 +9,14 @@
  * The pool starts only after WARM_UP small writes in this process: a run that
  * writes a handful of files never pays for starting threads. Workers keep the
  * process alive only while they have writes in flight.
+ *
+ * Writes travel in batches, one message each way: a message per write cost
+ * each worker 0.5-0.65 s of a fresh publish of C (100,000 small files) in
+ * `postMessage` alone, and the calling thread as much again. A worker has at
+ * most two batches: one it works on and the next, so it never waits for the
+ * calling thread; writes asked for meanwhile gather into the batch after.
+ * (Sending whatever one turn of the event loop asked for instead made batches
+ * of 6 writes on average.)
  */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
@@ -29,6 +37,10 @@ export type SmallWriteAnswer =
   | { id: number; token: VersionToken }
   | { id: number; error: { code?: ErrorCode; message: string; paths: string[] } };
 
+/** What a worker is sent: small writes to do in order, and what it answers with. */
+export type SmallWriteBatch = (SmallWrite & { id: number })[];
+export type SmallWriteAnswers = SmallWriteAnswer[];
+
 const WARM_UP = 64;
 const MAX_WORKERS = 4;
 
@@ -40,7 +52,15 @@ interface Pending {
 interface PoolWorker {
   worker: Worker;
   inFlight: number;
+  /** Writes not sent yet: the next batch. */
+  outbox: SmallWriteBatch;
+  /** Batches sent and not answered yet (at most MAX_BATCHES_SENT). */
+  batchesSent: number;
+  /** A `#send` is scheduled for the end of this turn of the event loop. */
+  sendScheduled: boolean;
 }
+
+const MAX_BATCHES_SENT = 2;
 
 /** Thrown back by `write` when the pool cannot take the write; the caller writes in-thread. */
 export class PoolUnavailable extends Error {}
@@ -79,7 +99,25 @@ class WritePool {
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       if (target.inFlight++ === 0) target.worker.ref();
-      target.worker.postMessage({ id, ...request });
+      target.outbox.push({ id, ...request });
+      this.#scheduleSend(target);
+    });
+  }
+
+  /**
+   * Send the outbox at the end of this turn of the event loop, when the worker
+   * has room for another batch: every write asked for until then joins it.
+   */
+  #scheduleSend(target: PoolWorker): void {
+    if (target.sendScheduled || target.batchesSent >= MAX_BATCHES_SENT) return;
+    target.sendScheduled = true;
+    setImmediate(() => {
+      target.sendScheduled = false;
+      // A pool that broke meanwhile has rejected these writes already (#fail).
+      if (this.#broken || target.outbox.length === 0) return;
+      target.batchesSent++;
+      target.worker.postMessage(target.outbox);
+      target.outbox = [];
     });
   }
 
@@ -87,9 +125,16 @@ class WritePool {
     const entry: PoolWorker = {
       worker: new Worker(new URL("./_fs-write-worker.js", import.meta.url)),
       inFlight: 0,
+      outbox: [],
+      batchesSent: 0,
+      sendScheduled: false,
     };
     entry.worker.unref();
-    entry.worker.on("message", (answer: SmallWriteAnswer) => this.#settle(entry, answer));
+    entry.worker.on("message", (answers: SmallWriteAnswers) => {
+      entry.batchesSent--;
+      for (const answer of answers) this.#settle(entry, answer);
+      this.#scheduleSend(entry);
+    });
     // A worker that dies takes no write down with it: the caller redoes its
     // writes in-thread (each is atomic, so a half-done one left only a temp file).
     entry.worker.on("error", () => this.#fail());

@@ -1,18 +1,18 @@
 /**
  * Entry point of a filesystem write worker (see _fs-write-pool.ts): runs each
- * small write it is sent with the same synchronous steps as the main thread.
+ * small write of a batch it is sent, in order, with the same synchronous steps
+ * as the main thread, and answers the batch with one message.
  */
 import { parentPort } from "node:worker_threads";
 import { DistributorError } from "../errors.js";
 import { writeSmallSync } from "./_fs-write.js";
-import type { SmallWrite, SmallWriteAnswer } from "./_fs-write-pool.js";
+import type { SmallWriteAnswer, SmallWriteAnswers, SmallWriteBatch } from "./_fs-write-pool.js";
 
-parentPort?.on("message", (request: SmallWrite & { id: number }) => {
-  let answer: SmallWriteAnswer;
+function answerTo(request: SmallWriteBatch[number]): SmallWriteAnswer {
   try {
-    answer = { id: request.id, token: writeSmallSync(request.root, request.relPath, request) };
+    return { id: request.id, token: writeSmallSync(request.root, request.relPath, request) };
   } catch (error) {
-    answer = {
+    return {
       id: request.id,
       error:
         error instanceof DistributorError
@@ -20,5 +20,9 @@ parentPort?.on("message", (request: SmallWrite & { id: number }) => {
           : { message: String(error), paths: [] },
     };
   }
-  parentPort?.postMessage(answer);
+}
+
+parentPort?.on("message", (batch: SmallWriteBatch) => {
+  const answers: SmallWriteAnswers = batch.map(answerTo);
+  parentPort?.postMessage(answers);
 });
