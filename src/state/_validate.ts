@@ -133,6 +133,8 @@ const quickSourceDigest = passingLast(digest);
 const quickCreated = passingLast(timestamp);
 const quickUpdated = passingLast(timestamp);
 const quickSourceCreated = passingLast(timestamp);
+const quickPipelineId = passingLast(slug);
+const quickDestinationId = passingLast(slug);
 
 const RECORD_KEYS = new Set(Object.keys(RECORD));
 const SOURCE_KEYS = new Set(Object.keys(SOURCE));
@@ -140,8 +142,13 @@ const SOURCE_KEYS = new Set(Object.keys(SOURCE));
 const _isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+/**
+ * No key outside `known`. `for...in` rather than Object.keys: no array per
+ * record. JSON.parse makes plain objects, whose only enumerable keys are
+ * their own.
+ */
 function _onlyKeys(object: Record<string, unknown>, known: ReadonlySet<string>): boolean {
-  for (const key of Object.keys(object)) if (!known.has(key)) return false;
+  for (const key in object) if (!known.has(key)) return false;
   return true;
 }
 
@@ -169,8 +176,8 @@ function _quickRecord(record: unknown): boolean {
   if (r.url !== undefined && httpUrl(r.url) !== null) return false;
   return (
     cleanPath(r.path) === null &&
-    slug(r.pipeline_id) === null &&
-    slug(r.destination_id) === null &&
+    quickPipelineId(r.pipeline_id) === null &&
+    quickDestinationId(r.destination_id) === null &&
     digest(r.sha256) === null &&
     size(r.size) === null &&
     quickCreated(r.created_at) === null &&
