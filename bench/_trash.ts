@@ -19,31 +19,61 @@
  * creates files on that filesystem during the next minutes (a fresh publish
  * of C took 26 s instead of about 10 s four minutes after a full run ended).
  */
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { benchDir } from "./workload.js";
 
+/**
+ * A name no user folder in BENCH_DIR is likely to have, and a file that marks
+ * it as the benchmark's: only a folder holding it is ever deleted.
+ */
+const TRASH = "distributor-bench-trash";
+const MARKER = "CREATED-BY-DISTRIBUTOR-BENCH";
+
 function trashDir(): string {
-  return path.join(benchDir(), "trash");
+  return path.join(benchDir(), TRASH);
 }
 
 let setAsideCount = 0;
+let warnedCrossDevice = false;
 
 /**
  * Move `target` (a file or folder) out of the way into the trash, as deleting
  * it would; nothing happens when it does not exist. The trash is in the
- * benchmark folder, on the same filesystem as every work folder, so this is
- * one rename.
+ * benchmark folder, normally on the same filesystem as every work folder, so
+ * this is one rename; a work folder on another filesystem is deleted instead.
  */
 export function setAside(target: string): void {
   if (!existsSync(target)) return;
-  mkdirSync(trashDir(), { recursive: true });
-  renameSync(target, path.join(trashDir(), `${process.pid}-${setAsideCount++}`));
+  const trash = trashDir();
+  if (!existsSync(path.join(trash, MARKER))) {
+    mkdirSync(trash, { recursive: true });
+    writeFileSync(
+      path.join(trash, MARKER),
+      "Outputs of benchmark samples, deleted when the run ends.\n",
+    );
+  }
+  try {
+    renameSync(target, path.join(trash, `${process.pid}-${setAsideCount++}`));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw error;
+    if (!warnedCrossDevice) {
+      process.stderr.write(
+        `${target} is on another filesystem than ${trash}: deleting instead (see bench/_trash.ts)\n`,
+      );
+      warnedCrossDevice = true;
+    }
+    rmSync(target, { recursive: true, force: true });
+  }
 }
 
-/** Delete everything set aside; true when there was something. */
+/**
+ * Delete everything set aside; true when there was something. A folder of
+ * that name without the marker is left alone.
+ */
 export function emptyTrash(): boolean {
-  if (!existsSync(trashDir())) return false;
-  rmSync(trashDir(), { recursive: true, force: true });
+  const trash = trashDir();
+  if (!existsSync(path.join(trash, MARKER))) return false;
+  rmSync(trash, { recursive: true, force: true });
   return true;
 }

@@ -165,21 +165,16 @@ async function main(): Promise<void> {
     );
   }
   const rows: Row[] = [];
-  try {
-    for (const bench of cases) {
-      process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
-      try {
-        await bench.setup();
-        rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
-      } catch (error) {
-        rows.push(...failedRows(bench, error));
-      } finally {
-        await bench.teardown?.();
-      }
+  for (const bench of cases) {
+    process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
+    try {
+      await bench.setup();
+      rows.push(...(await runCase(bench, options.runs ?? bench.runs)));
+    } catch (error) {
+      rows.push(...failedRows(bench, error));
+    } finally {
+      await bench.teardown?.();
     }
-  } finally {
-    process.stderr.write("deleting the samples' outputs\n");
-    emptyTrash();
   }
   const table = markdownTable(rows);
   const machine = `${os.availableParallelism()} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
@@ -192,6 +187,13 @@ async function main(): Promise<void> {
     `${JSON.stringify({ machine, seed: options.seed, rows }, null, 2)}\n`,
   );
   console.log(`${machine}\n\n${table}\n\nwritten to ${path.join(out, `bench-${stamp}.{md,json}`)}`);
+  // After the results are safe: a failure here costs disk space, not a run.
+  process.stderr.write("deleting the samples' outputs\n");
+  try {
+    emptyTrash();
+  } catch (error) {
+    process.stderr.write(`could not delete the samples' outputs: ${String(error)}\n`);
+  }
 }
 
 await main();

@@ -40,3 +40,26 @@ export async function mapLimit<T, R>(
   if (failed) throw failed.reason;
   return results;
 }
+
+/**
+ * A gate for calls that must not all run at once, whoever starts them: the
+ * returned function runs `fn` when fewer than `limit` calls are running, and
+ * otherwise waits its turn (first come, first served). A call that throws
+ * frees its place like one that returns.
+ */
+export function limiter(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (running < limit) running++;
+    // A waiter is handed the place of the call that ends, so none is lost or added.
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}

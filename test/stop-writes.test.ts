@@ -34,7 +34,11 @@ test("after stopWrites, no write lands and none starts", async () => {
       },
     ),
   );
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  // Stop once some writes have landed, so that those are checked below too.
+  for (let waited = 0; landed.length === 0 && waited < 5000; waited += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  assert.ok(landed.length > 0, "writes landed before the stop");
   await stopWrites();
   const atStop = await listFiles(root);
   await Promise.all(inFlight);

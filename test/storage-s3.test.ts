@@ -227,6 +227,11 @@ describe("write", () => {
     for (const p of paths) assert.equal(text((await d.read(p))?.bytes ?? bytes("")), p);
   });
 
+  test("the executor may keep max_concurrency writes in flight", () => {
+    assert.equal(driver("wc", { maxConcurrency: 5 }).writeConcurrency, 5);
+    assert.equal(driver("wc").writeConcurrency, 16, "the default max_concurrency");
+  });
+
   test("a missing bucket is a storage_error naming it", async () => {
     const d = createS3Driver({
       bucket: `${bucket}-missing`,

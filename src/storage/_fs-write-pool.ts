@@ -13,10 +13,11 @@
  * Writes travel in batches, one message each way: a message per write cost
  * each worker 0.5-0.65 s of a fresh publish of C (100,000 small files) in
  * `postMessage` alone, and the calling thread as much again. A worker has at
- * most two batches: one it works on and the next, so it never waits for the
- * calling thread; writes asked for meanwhile gather into the batch after.
- * (Sending whatever one turn of the event loop asked for instead made batches
- * of 6 writes on average.)
+ * most two batches of at most MAX_BATCH_WRITES: one it works on and the next,
+ * so that it has the next at hand while the calling thread handles the
+ * answers to the first; writes asked for meanwhile gather into the batch
+ * after. (Sending whatever one turn of the event loop asked for instead made
+ * batches of 6 writes on average.)
  */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
@@ -61,6 +62,12 @@ interface PoolWorker {
 }
 
 const MAX_BATCHES_SENT = 2;
+/**
+ * A quarter of the filesystem's writes in flight (256, filesystem.ts): with
+ * two workers, each has two batches' worth. One batch of all of a worker's
+ * share would leave its second place empty.
+ */
+const MAX_BATCH_WRITES = 64;
 
 /** Thrown back by `write` when the pool cannot take the write; the caller writes in-thread. */
 export class PoolUnavailable extends Error {}
@@ -114,10 +121,16 @@ class WritePool {
     setImmediate(() => {
       target.sendScheduled = false;
       // A pool that broke meanwhile has rejected these writes already (#fail).
-      if (this.#broken || target.outbox.length === 0) return;
-      target.batchesSent++;
-      target.worker.postMessage(target.outbox);
-      target.outbox = [];
+      while (!this.#broken && target.batchesSent < MAX_BATCHES_SENT && target.outbox.length > 0) {
+        const batch = target.outbox.splice(0, MAX_BATCH_WRITES);
+        target.batchesSent++;
+        try {
+          target.worker.postMessage(batch);
+        } catch {
+          // Content that cannot cross threads: every write goes back to its caller.
+          this.#fail();
+        }
+      }
     });
   }
 
@@ -138,6 +151,7 @@ class WritePool {
     // A worker that dies takes no write down with it: the caller redoes its
     // writes in-thread (each is atomic, so a half-done one left only a temp file).
     entry.worker.on("error", () => this.#fail());
+    entry.worker.on("messageerror", () => this.#fail());
     entry.worker.on("exit", () => this.#fail());
     return entry;
   }

@@ -22,6 +22,10 @@ function answerTo(request: SmallWriteBatch[number]): SmallWriteAnswer {
   }
 }
 
+// A batch that cannot be read here would never be answered: end the thread,
+// and the pool hands its writes back to their callers.
+parentPort?.on("messageerror", () => process.exit(1));
+
 parentPort?.on("message", (batch: SmallWriteBatch) => {
   const answers: SmallWriteAnswers = batch.map(answerTo);
   parentPort?.postMessage(answers);

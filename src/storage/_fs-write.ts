@@ -17,6 +17,7 @@ import {
 } from "node:fs";
 import { chmod, copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
+import { limiter } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
 import { TEMP_PREFIX } from "../paths.js";
@@ -81,6 +82,25 @@ export async function writeAtomic(
   if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
     return writeSmall({ root, relPath, target, content: options.content });
   }
+  return largeWrites(() => writeLarge(root, relPath, target, options));
+}
+
+/**
+ * Large (and durable or conditional) writes at once. The executor keeps
+ * hundreds of writes in flight for the small ones (filesystem.ts); a stop on
+ * a signal must not wait for hundreds of large copies queued in libuv's
+ * thread pool, nor keep hundreds of files open.
+ */
+const largeWrites = limiter(8);
+
+async function writeLarge(
+  root: string,
+  relPath: string,
+  target: string,
+  options: { content: OutputContent } & WriteOptions,
+): Promise<VersionToken> {
+  // Checked again here: this write may have waited for its turn past a stop.
+  assertWritesAllowed();
   const check = await checkAncestors(root, relPath);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
@@ -91,6 +111,8 @@ export async function writeAtomic(
   const temp = tempPathIn(dir);
   try {
     const token = await fillTemp(temp, options.content, options.durable === true);
+    // A copy can take seconds: after a stop it is not renamed into place.
+    assertWritesAllowed();
     await rename(temp, target);
     if (options.durable === true) await syncDirectory(dir);
     return token;

@@ -5,6 +5,7 @@
  * upload. Classifying failures stays with the driver.
  */
 import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
+import { limiter } from "../concurrency.js";
 import type { OutputContent } from "../model.js";
 import type { DirectPut } from "./_s3-direct-put.js";
 import { putBytes, readSmallFile, SMALL_FILE } from "./_s3-put.js";
@@ -74,5 +75,13 @@ export async function sendObject(
   const size = content.size ?? (await sourceFileSize(upload));
   if (size < target.multipartThreshold) return putFile(upload);
   if (options.ifMatch !== undefined) await target.checkPrecondition();
-  return uploadFileMultipart(upload, target.multipartThreshold);
+  return multipartUploads(() => uploadFileMultipart(upload, target.multipartThreshold));
 }
+
+/**
+ * Multipart uploads at once, in this process. Each holds up to QUEUE_SIZE
+ * parts of up to 16 MiB in memory (_s3-upload.ts), and the executor keeps
+ * `max_concurrency` writes in flight (up to 64): unbounded, a bundle of large
+ * files could buffer gigabytes.
+ */
+const multipartUploads = limiter(2);
