@@ -8,9 +8,12 @@ import { DistributorError } from "../errors.js";
 import { writeSmallSync } from "./_fs-write.js";
 import type { SmallWriteAnswer, SmallWriteAnswers, SmallWriteBatch } from "./_fs-write-pool.js";
 
-function answerTo(request: SmallWriteBatch[number]): SmallWriteAnswer {
+function answerTo(request: SmallWriteBatch[number], checked: Set<string>): SmallWriteAnswer {
   try {
-    return { id: request.id, token: writeSmallSync(request.root, request.relPath, request) };
+    return {
+      id: request.id,
+      token: writeSmallSync(request.root, request.relPath, request, checked),
+    };
   } catch (error) {
     return {
       id: request.id,
@@ -27,6 +30,9 @@ function answerTo(request: SmallWriteBatch[number]): SmallWriteAnswer {
 parentPort?.on("messageerror", () => process.exit(1));
 
 parentPort?.on("message", (batch: SmallWriteBatch) => {
-  const answers: SmallWriteAnswers = batch.map(answerTo);
+  // Folders found to be real directories, trusted for this batch only: its
+  // writes share their upper folders, and the batch takes milliseconds.
+  const checked = new Set<string>();
+  const answers: SmallWriteAnswers = batch.map((request) => answerTo(request, checked));
   parentPort?.postMessage(answers);
 });

@@ -207,13 +207,17 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken> {
   return writeSmallSync(request.root, request.relPath, request);
 }
 
-/** writeAtomic's steps for a small output, with synchronous calls. */
+/**
+ * writeAtomic's steps for a small output, with synchronous calls. `checked`:
+ * see checkAncestorsSync.
+ */
 export function writeSmallSync(
   root: string,
   relPath: string,
   options: { target: string; content: OutputContent },
+  checked?: Set<string>,
 ): VersionToken {
-  const check = checkAncestorsSync(root, relPath);
+  const check = checkAncestorsSync(root, relPath, checked);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   const dir = path.dirname(options.target);
   try {
