@@ -11,7 +11,9 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  realpathSync,
   rmSync,
+  statSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -106,25 +108,57 @@ export function median(values: readonly number[]): number {
 }
 
 /**
- * Read every file under `dir` so that its pages are in the page cache, as the
- * benchmark assumes for all its inputs. rclone's local backend advises the
- * kernel to drop the pages of each file it has read (POSIX_FADV_DONTNEED;
- * `fincore` showed 30 of a 49.8 MB file's MB left after one `rclone sync`),
- * and the contender after it then read from disk: distributor's case-2 rerun
- * took 1.78-2.2 s right after rclone against 0.96-1.3 s otherwise, and
- * `sha256sum` 2.54-2.71 s against about 1.65 s.
+ * Read the file `target`, or every file under the folder `target`, so that
+ * its pages are in the page cache, as the benchmark assumes for all its
+ * inputs. rclone's local backend advises the kernel to drop the pages of each
+ * file it has read (POSIX_FADV_DONTNEED; `fincore` showed 30 of a 49.8 MB
+ * file's MB left after one `rclone sync`), and the contender after it then
+ * read from disk: distributor's case-2 rerun took 1.78-2.2 s right after
+ * rclone against 0.96-1.3 s otherwise, and `sha256sum` 2.54-2.71 s against
+ * about 1.65 s.
  */
-export function warmPageCache(dir: string): void {
+export function warmPageCache(target: string): void {
   const buffer = Buffer.allocUnsafe(1024 * 1024);
-  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const fd = openSync(path.join(entry.parentPath, entry.name), "r");
+  const files = statSync(target).isFile()
+    ? [target]
+    : readdirSync(target, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => path.join(entry.parentPath, entry.name));
+  for (const file of files) {
+    const fd = openSync(file, "r");
     try {
       while (readSync(fd, buffer, 0, buffer.length, null) > 0);
     } finally {
       closeSync(fd);
     }
   }
+}
+
+/**
+ * The files every contender runs from: Node.js, distributor's build and its
+ * dependencies, and the anchors' programs. Warmed before each sample with
+ * the inputs: once the samples' outputs fill the page cache, the kernel
+ * evicts whatever was used least recently, and a case-2 rerun whose code
+ * came from disk took 1.0-1.1 s against 0.85 s (three pairs, pages dropped
+ * with POSIX_FADV_DONTNEED); in full benchmark runs its samples measured
+ * 1.04-1.20 s where runs of their own between them took 0.87-0.93 s.
+ */
+export function programFiles(repoRoot: string): string[] {
+  const found = spawnSync(
+    "sh",
+    ["-c", 'for tool in rclone sha256sum cp find xargs sh; do command -v "$tool"; done'],
+    { encoding: "utf8" },
+  );
+  const tools = found.stdout
+    .split("\n")
+    .filter((line) => line.startsWith("/"))
+    .map((line) => realpathSync(line));
+  return [
+    realpathSync(process.execPath),
+    path.join(repoRoot, "dist"),
+    path.join(repoRoot, "node_modules"),
+    ...new Set(tools),
+  ];
 }
 
 /** A shell command line (for floors built from coreutils pipelines). */

@@ -9,8 +9,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { allCases } from "./_cases.js";
-import type { BenchCase, Comparison, Contender } from "./_kit.js";
-import { flushDisks, measure, median, toolAvailable, warmPageCache } from "./_measure.js";
+import { type BenchCase, type Comparison, type Contender, REPO_ROOT } from "./_kit.js";
+import {
+  flushDisks,
+  measure,
+  median,
+  programFiles,
+  toolAvailable,
+  warmPageCache,
+} from "./_measure.js";
 import { markdownTable, type Row, spreadNote } from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
@@ -48,9 +55,12 @@ interface Samples {
   notes: Set<string>;
 }
 
+/** See programFiles: the same for every contender, so that none reads its code from disk. */
+const PROGRAMS = programFiles(REPO_ROOT);
+
 async function sample(contender: Contender, into: Samples, inputs: string[]): Promise<void> {
   await contender.before?.();
-  for (const dir of inputs) warmPageCache(dir);
+  for (const target of [...inputs, ...PROGRAMS]) warmPageCache(target);
   flushDisks();
   const result = await measure(contender.command());
   into.values.push(contender.value ? contender.value(result) : result.seconds);
