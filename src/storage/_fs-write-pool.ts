@@ -57,7 +57,7 @@ interface PoolWorker {
   outbox: SmallWriteBatch;
   /** Batches sent and not answered yet (at most MAX_BATCHES_SENT). */
   batchesSent: number;
-  /** A `#send` is scheduled for the end of this turn of the event loop. */
+  /** A send of the outbox is scheduled for the end of this turn of the event loop. */
   sendScheduled: boolean;
 }
 
