@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const cases = allCases({ seed: options.seed }).filter((bench) => selected(bench, options.cases));
   if (emptyTrash()) {
     process.stderr.write(
-      "deleted the outputs an interrupted benchmark set aside: creating files is slow for about a minute after a mass delete (see bench/_trash.ts), so the first file-creating rows may read high\n",
+      "deleted the outputs an interrupted benchmark set aside: creating files is slow for minutes after a mass delete (see bench/_trash.ts), so the first file-creating rows may read high\n",
     );
   }
   const rows: Row[] = [];

@@ -86,7 +86,7 @@ export async function writeAtomic(
 }
 
 /**
- * Large (and durable or conditional) writes at once. The executor keeps
+ * At most this many large (or durable, or conditional) writes at once. The executor keeps
  * hundreds of writes in flight for the small ones (filesystem.ts); a stop on
  * a signal must not wait for hundreds of large copies queued in libuv's
  * thread pool, nor keep hundreds of files open.

@@ -72,7 +72,7 @@ async function foldsCase(root: string): Promise<boolean> {
  * small files) took 9.3-9.5 s, and 7.4-7.7 s with 64. The threads take writes
  * in batches, which grow with this number: 13 writes on average with 64, 50
  * with 256 (C: 0.7 s less than 64 unbatched, 2 alternating pairs). Large
- * outputs wait in libuv's thread pool meanwhile, which costs nothing.
+ * outputs meanwhile wait for one of the eight places _fs-write.ts gives them.
  */
 const FS_WRITE_CONCURRENCY = 256;
 
