@@ -17,7 +17,7 @@
  * of every sample; a benchmark run needs the disk space for every sample's
  * output meanwhile (about 25 GB for all cases). The scan then slows whatever
  * creates files on that filesystem during the next minutes (a fresh publish
- * of C took 26 s instead of about 10 s four minutes after a full run ended).
+ * of C took 26 s instead of 8-9 s about three minutes after a full run ended).
  */
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
