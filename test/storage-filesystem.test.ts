@@ -3,7 +3,8 @@
  * what only a filesystem has (symlinks, special files, dead-pid locks, temp files).
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import {
   link,
   mkdir,
@@ -19,9 +20,11 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
+import { parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { helperCounts } from "../src/threads.js";
@@ -469,6 +472,48 @@ describe("filesystem driver: lock file", () => {
       assert.match(lock_id, /^[0-9a-f]{16}$/);
       await lock.release();
       await assert.rejects(stat(path.join(root, LOCK_FILE)), { code: "ENOENT" });
+    }),
+  );
+
+  it(
+    "another process never sees a lock file without its holder, and no temp file stays",
+    sandboxed(async ({ root }) => {
+      // A lock created empty and then written (as before 2026-11-30) was seen
+      // empty by this reader hundreds of times per run; a process killed in
+      // between left it empty for good.
+      await mkdir(root);
+      const done = path.join(path.dirname(root), "done");
+      const driverModule = new URL("../src/storage/filesystem.js", import.meta.url).href;
+      const script = `
+        import { writeFileSync } from "node:fs";
+        const { createFilesystemDriver } = await import(${JSON.stringify(driverModule)});
+        const driver = createFilesystemDriver({ root: ${JSON.stringify(root)} });
+        await driver.acquireLock().then((lock) => lock.release());
+        writeFileSync(${JSON.stringify(`${done}.ready`)}, "");
+        for (let i = 0; i < 300; i++) await (await driver.acquireLock()).release();
+        writeFileSync(${JSON.stringify(done)}, "");`;
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      const seen = { complete: 0, incomplete: [] as string[] };
+      const deadline = Date.now() + 60_000;
+      while (!existsSync(`${done}.ready`) && Date.now() < deadline) await delay(5);
+      // Synchronous reads as fast as they go, until the child is done.
+      while (!existsSync(done) && Date.now() < deadline) {
+        let text: string;
+        try {
+          text = readFileSync(path.join(root, LOCK_FILE), "utf8");
+        } catch {
+          continue;
+        }
+        if (parseLockFile(text) === null) seen.incomplete.push(text);
+        else seen.complete++;
+      }
+      assert.equal(await exited, 0);
+      assert.deepEqual(seen.incomplete.slice(0, 3), [], `${seen.incomplete.length} reads`);
+      assert.ok(seen.complete > 0, "the reader saw the lock held");
+      assert.deepEqual(await readdir(root), []);
     }),
   );
 

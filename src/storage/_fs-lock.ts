@@ -10,10 +10,10 @@
  * was left by a crashed taker and is cleared.
  */
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, open, readFile, rm, rmdir, unlink } from "node:fs/promises";
+import { link, lstat, mkdir, open, readFile, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
-import { LOCK_FILE } from "../paths.js";
+import { LOCK_FILE, TEMP_PREFIX } from "../paths.js";
 import { storageError } from "./_fs-paths.js";
 import {
   currentLockHolder,
@@ -127,32 +127,73 @@ async function readText(root: string, name: string): Promise<string | null> {
   }
 }
 
-/** Exclusive create + write + fsync. False when the file already exists. */
+/**
+ * Create `name` in `root` with `content`, or return false when it exists. The
+ * content is written and fsync'ed into a temp file first, then hard-linked to
+ * `name` (link fails with EEXIST, never replaces): a process killed at any
+ * point leaves either no file or a complete one. Creating `name` itself and
+ * then writing it left an empty lock after a SIGKILL in between, which every
+ * later run refused as held by an unknown holder. A leftover temp file is
+ * removed by the next run, like any other (stale-temp.ts).
+ */
 async function createExclusive(root: string, name: string, content: string): Promise<boolean> {
   const file = path.join(root, name);
-  let handle: Awaited<ReturnType<typeof open>>;
+  const temp = path.join(root, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  await writeNewFile(root, temp, content).catch((error: unknown) => {
+    throw storageError("write the lock", { root, relPath: name, error });
+  });
   try {
-    handle = await open(file, "wx").catch(async (error: unknown) => {
-      // Another run that made this root just removed it again on release
-      // (removeIfEmpty), between our mkdir and this open: make it once more.
-      if (errnoCode(error) !== "ENOENT") throw error;
-      await mkdir(root, { recursive: true });
-      return open(file, "wx");
-    });
+    await link(temp, file);
+    return true;
   } catch (error) {
-    if (errnoCode(error) === "EEXIST") return false;
+    const code = errnoCode(error);
+    if (code === "EEXIST") return false;
+    // Our temp file was removed as stale by the run holding the lock: the caller
+    // reads that lock (or, if it is gone already, tries once more).
+    if (code === "ENOENT") return false;
+    if (code !== undefined && NO_HARD_LINKS.has(code)) return createInPlace(root, file, content);
     throw storageError("create the lock", { root, relPath: name, error });
+  } finally {
+    await unlink(temp).catch(() => undefined);
   }
+}
+
+/** What link() fails with on filesystems without hard links (some FUSE, SMB and FAT mounts). */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/** Exclusive create + write + fsync of `file`. */
+async function writeNewFile(root: string, file: string, content: string): Promise<void> {
+  const handle = await open(file, "wx").catch(async (error: unknown) => {
+    // Another run that made this root just removed it again on release
+    // (removeIfEmpty), between our mkdir and this open: make it once more.
+    if (errnoCode(error) !== "ENOENT") throw error;
+    await mkdir(root, { recursive: true });
+    return open(file, "wx");
+  });
   try {
     await handle.writeFile(content);
     await handle.sync();
-    return true;
   } catch (error) {
-    // A half-written lock would block every later run: take it back.
+    // Created here and half-written: take it back.
     await unlink(file).catch(() => undefined);
-    throw storageError("write the lock", { root, relPath: name, error });
+    throw error;
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Without hard links: create the file exclusively, then write it. A crash
+ * between the two leaves an empty file, which readers take as held by an
+ * unknown holder (an operator removes it); only on such filesystems.
+ */
+async function createInPlace(root: string, file: string, content: string): Promise<boolean> {
+  try {
+    await writeNewFile(root, file, content);
+    return true;
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return false;
+    throw storageError("create the lock", { root, relPath: path.basename(file), error });
   }
 }
 
