@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The CLI entry point. The TypeScript sources are compiled to dist/ by `npm ci`
-// (the `prepare` script) or `npm run build`.
-import { main } from "../dist/src/cli/main.js";
+// The CLI entry point. The TypeScript sources are compiled to dist/src and the
+// CLI bundled into dist/cli (scripts/bundle-cli.mjs) by `npm ci` (the
+// `prepare` script) or `npm run build`.
+import { main } from "../dist/cli/main.js";
 
 const code = await main(process.argv.slice(2));
 // Writes to a pipe are asynchronous once the pipe is full: wait until stdout and

@@ -13,6 +13,28 @@ import { DISTRIBUTOR_VERSION } from "../version.js";
 /** The transform's own modules (compiled), next to this one. */
 const RENDERER_MODULES = ["markdown-to-html.js", "links.js", "style.js", "planned-outputs.js"];
 
+/**
+ * Set by the CLI bundle (scripts/bundle-cli.mjs) to what `rendererCodeDigest`
+ * returns in dist/src: a bundle has no RENDERER_MODULES files next to it, and
+ * the CLI and the library must compute the same keys for one cache directory.
+ */
+declare const DISTRIBUTOR_RENDERER_CODE_DIGEST: string | undefined;
+
+/** SHA-256 (hex) of the renderer's own compiled modules; a missing one counts as a fixed marker. */
+export function rendererCodeDigest(): string {
+  if (typeof DISTRIBUTOR_RENDERER_CODE_DIGEST === "string") return DISTRIBUTOR_RENDERER_CODE_DIGEST;
+  const hash = createHash("sha256");
+  const dir = path.dirname(fileURLToPath(import.meta.url));
+  for (const module of RENDERER_MODULES) {
+    try {
+      hash.update(readFileSync(path.join(dir, module)));
+    } catch {
+      hash.update(`missing ${module}`);
+    }
+  }
+  return hash.digest("hex");
+}
+
 interface PackageJson {
   name?: string;
   version?: string;
@@ -50,14 +72,8 @@ function packageOf(from: string, name: string): { entry: string; pkg: PackageJso
 function computeFingerprint(): string {
   const hash = createHash("sha256");
   hash.update(`${DISTRIBUTOR_VERSION}\0${process.version}\0`);
+  hash.update(rendererCodeDigest());
   const here = fileURLToPath(import.meta.url);
-  for (const module of RENDERER_MODULES) {
-    try {
-      hash.update(readFileSync(path.join(path.dirname(here), module)));
-    } catch {
-      hash.update(`missing ${module}`);
-    }
-  }
   const markdownIt = packageOf(here, "markdown-it");
   hash.update(`\0markdown-it@${markdownIt?.pkg.version}`);
   for (const dependency of Object.keys(markdownIt?.pkg.dependencies ?? {}).sort()) {

@@ -1,0 +1,91 @@
+/**
+ * Bundles the command-line program (dist/src, as compiled by tsc) into
+ * dist/cli with esbuild; bin/distributor.js runs dist/cli/main.js. Part of
+ * `npm run build` and of `npm ci` (the `prepare` script).
+ *
+ * Why: Node.js 20 has no compile cache, and loading the ~170 ES modules of the
+ * CLI and its dependencies one by one took 120-145 ms of every run before it
+ * did any work; the bundle loads in about 60 ms (docs/performance.md, item
+ * 33). The library export (dist/src/index.js) stays unbundled.
+ *
+ * Worker threads and helper jobs are started by URL relative to the module
+ * that starts them (`new URL("./_helper-thread.js", import.meta.url)` in
+ * threads.js). Written as entry points into one flat directory, next to the
+ * chunks that hold the code starting them, those URLs resolve the same way in
+ * the bundle; the build fails if a module names one that is not an entry.
+ */
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const compiled = path.join(repoRoot, "dist/src");
+const outdir = path.join(repoRoot, "dist/cli");
+
+const entryPoints = {
+  main: "cli/main.js",
+  "_helper-thread": "_helper-thread.js",
+  "_verify-job": "bundle/_verify-job.js",
+  "_fs-walk-job": "storage/_fs-walk-job.js",
+  "_fs-write-worker": "storage/_fs-write-worker.js",
+};
+
+/** Every `new URL("./name.js", import.meta.url)` in the compiled sources must be an entry. */
+function checkThreadEntries() {
+  const named = new Set();
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith(".js") && !entry.name.includes(".test.")) {
+        const text = readFileSync(file, "utf8");
+        for (const match of text.matchAll(/new URL\("\.\/([\w-]+)\.js", import\.meta\.url\)/g)) {
+          named.add(match[1]);
+        }
+      }
+    }
+  };
+  walk(compiled);
+  const missing = [...named].filter((name) => !(name in entryPoints));
+  if (missing.length > 0) {
+    throw new Error(
+      `modules started by URL are not bundle entries: ${missing.join(", ")} (add them to entryPoints in scripts/bundle-cli.mjs)`,
+    );
+  }
+}
+
+/** version.js reads ../../package.json relative to itself: dist/cli must sit as deep as dist/src. */
+function checkDepth() {
+  const packageJson = path.join(outdir, "../../package.json");
+  if (!statSync(packageJson, { throwIfNoEntry: false })?.isFile()) {
+    throw new Error(`${packageJson} not found: the bundle must sit two levels below the package`);
+  }
+}
+
+checkThreadEntries();
+checkDepth();
+// Read from the compiled, unbundled module: the bundle carries the same digest.
+const { rendererCodeDigest } = await import(
+  path.join(compiled, "transform/_renderer-fingerprint.js")
+);
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  absWorkingDir: repoRoot,
+  entryPoints: Object.fromEntries(
+    Object.entries(entryPoints).map(([name, file]) => [name, path.join(compiled, file)]),
+  ),
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // The CommonJS dependencies (commander, yaml, cli-progress) require Node's
+  // built-in modules, which an ES module bundle can only do through this.
+  banner: {
+    js: 'import { createRequire as distributorCreateRequire } from "node:module"; const require = distributorCreateRequire(import.meta.url);',
+  },
+  define: { DISTRIBUTOR_RENDERER_CODE_DIGEST: JSON.stringify(rendererCodeDigest()) },
+  logLevel: "warning",
+});

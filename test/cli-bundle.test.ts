@@ -1,0 +1,137 @@
+/**
+ * The CLI runs from the esbuild bundle in dist/cli (scripts/bundle-cli.mjs).
+ * Helper threads and write workers fall back to the main thread when they
+ * cannot start, silently by design, so a bundle that lost one of them would
+ * still pass every CLI test, only slower: these tests start the bundled
+ * threads themselves.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { sha256Hex } from "../src/hashing.js";
+import type { PackedEntries } from "../src/storage/_fs-walk.js";
+import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
+import { rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
+import { REPO_ROOT } from "./helpers/fixtures.js";
+
+const BUNDLE = path.join(REPO_ROOT, "dist/cli");
+
+function bundleFiles(): { name: string; text: string }[] {
+  return readdirSync(BUNDLE)
+    .filter((name) => name.endsWith(".js"))
+    .map((name) => ({ name, text: readFileSync(path.join(BUNDLE, name), "utf8") }));
+}
+
+/** Post one message to a new worker running `entry`, and return its first answer. */
+async function askWorker(entry: string, message: unknown): Promise<unknown> {
+  const worker = new Worker(pathToFileURL(path.join(BUNDLE, entry)));
+  try {
+    return await new Promise((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`worker exited (${code}) without answering`)));
+      worker.postMessage(message);
+    });
+  } finally {
+    await worker.terminate();
+  }
+}
+
+describe("the CLI bundle (dist/cli)", () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "distributor-bundle-"));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("has every module it starts by URL next to the code that starts it", () => {
+    const named = new Set<string>();
+    for (const { text } of bundleFiles()) {
+      for (const match of text.matchAll(/new URL\("\.\/([\w-]+\.js)", import\.meta\.url\)/g)) {
+        named.add(match[1] as string);
+      }
+    }
+    // The helper thread, the verification and walk jobs, the write worker.
+    assert.deepEqual([...named].sort(), [
+      "_fs-walk-job.js",
+      "_fs-write-worker.js",
+      "_helper-thread.js",
+      "_verify-job.js",
+    ]);
+    const present = new Set(readdirSync(BUNDLE));
+    for (const name of named) assert.ok(present.has(name), `${name} is in dist/cli`);
+  });
+
+  it("computes the render cache's keys from the same renderer code digest as dist/src", () => {
+    const texts = bundleFiles().map((file) => file.text);
+    const digest = rendererCodeDigest();
+    assert.match(digest, /^[0-9a-f]{64}$/);
+    assert.ok(
+      texts.some((text) => text.includes(JSON.stringify(digest))),
+      "the bundle carries dist/src's digest",
+    );
+    assert.ok(
+      texts.every((text) => !text.includes("DISTRIBUTOR_RENDERER_CODE_DIGEST")),
+      "no module reads the digest from a global at run time",
+    );
+  });
+
+  it("verifies files on a bundled helper thread with the bundled job", async () => {
+    const good = Buffer.from("good bytes\n");
+    await writeFile(path.join(dir, "good.txt"), good);
+    await writeFile(path.join(dir, "bad.txt"), "not what the manifest says\n");
+    const answer = await askWorker("_helper-thread.js", {
+      job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
+      input: {
+        root: dir,
+        files: [
+          { path: "good.txt", size: good.length, sha256: `sha256:${sha256Hex(good)}` },
+          { path: "bad.txt", size: 27, sha256: `sha256:${"0".repeat(64)}` },
+          { path: "missing.txt", size: 1, sha256: `sha256:${"0".repeat(64)}` },
+        ],
+      },
+    });
+    assert.ok(Array.isArray(answer), `an answer per file, got ${JSON.stringify(answer)}`);
+    assert.equal(answer[0], null);
+    assert.match(String(answer[1]), /^sha256 mismatch/);
+    assert.equal(answer[2], "missing");
+  });
+
+  it("lists a folder on a bundled helper thread with the bundled walk job", async () => {
+    const root = path.join(dir, "walk");
+    await mkdir(path.join(root, "sub"), { recursive: true });
+    await writeFile(path.join(root, "sub/one.txt"), "1");
+    await writeFile(path.join(root, "two.txt"), "22");
+    const answer = (await askWorker("_helper-thread.js", {
+      job: pathToFileURL(path.join(BUNDLE, "_fs-walk-job.js")).href,
+      input: { root, leaves: ["two.txt"], dirs: ["sub"] },
+    })) as PackedEntries;
+    assert.deepEqual(answer.paths.split("\0"), ["sub/one.txt", "two.txt"]);
+    assert.deepEqual([...answer.sizes], [1, 2]);
+  });
+
+  it("writes a batch on a bundled write worker", async () => {
+    const root = path.join(dir, "root");
+    const batch: SmallWriteBatch = [
+      {
+        id: 7,
+        root,
+        relPath: "docs/a.txt",
+        target: path.join(root, "docs/a.txt"),
+        content: { type: "bytes", bytes: Buffer.from("written by the bundle\n") },
+      },
+    ];
+    const answers = (await askWorker("_fs-write-worker.js", batch)) as SmallWriteAnswers;
+    assert.equal(answers.length, 1);
+    assert.equal(answers[0]?.id, 7);
+    assert.ok(answers[0] && "token" in answers[0], JSON.stringify(answers[0]));
+    assert.equal(await readFile(path.join(root, "docs/a.txt"), "utf8"), "written by the bundle\n");
+  });
+});
