@@ -40,8 +40,8 @@ interface Helper {
 
 const helpers = new Set<Helper>();
 
-/** How many jobs ran where, since the process started (for tests). */
-export const helperCounts = { onThreads: 0, here: 0 };
+/** How many jobs ran where, and how many threads were started, since the process started (for tests). */
+export const helperCounts = { onThreads: 0, here: 0, started: 0 };
 
 function retire(helper: Helper): void {
   if (!helpers.delete(helper)) return;
@@ -56,6 +56,7 @@ function startHelper(): Helper | null {
   } catch {
     return null;
   }
+  helperCounts.started++;
   const helper: Helper = { worker, busy: false };
   // A thread that failed is never used again; its job (if any) falls back here.
   worker.once("error", () => retire(helper));

@@ -49,10 +49,12 @@ const VERIFY_JOB = new URL("./_verify-job.js", import.meta.url);
 /**
  * Let the helper threads for a large bundle boot now, while the caller parses
  * its manifest and plans its layout: about 50 ms that verification no longer
- * waits for.
+ * waits for. `workers`: the caller's CheckOptions.workers; no more threads
+ * than it allows are started (none for 0).
  */
-export function prestartChecks(): void {
-  startHelpers(Math.min(availableParallelism(), MAX_WORKERS), VERIFY_JOB);
+export function prestartChecks(workers?: number): void {
+  const count = Math.min(availableParallelism(), MAX_WORKERS, workers ?? MAX_WORKERS);
+  if (count > 0) startHelpers(count, VERIFY_JOB);
 }
 
 /** Split into `count` shards of similar cost; each shard remembers the original indexes. */

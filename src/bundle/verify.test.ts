@@ -16,7 +16,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
-import { helperCounts } from "../threads.js";
+import { helperCounts, stopIdleHelpers } from "../threads.js";
 import { FileChecker } from "./_file-checks.js";
 import { writeTestBundle } from "./testing.js";
 import { loadBundle } from "./verify.js";
@@ -44,6 +44,38 @@ async function snapshot(dir: string): Promise<string[]> {
   }
   return out.sort();
 }
+
+describe("helper threads started early for a large manifest", () => {
+  async function largeBundle(): Promise<string> {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 800; i++) files[`folder-${i % 10}/file-number-${i}.txt`] = `${i}`;
+    const dir = await writeTestBundle(files);
+    // Above openBundle's threshold (64 KiB), so that helpers are started early.
+    assert.ok((await stat(path.join(dir, "manifest.json"))).size > 64 * 1024);
+    return dir;
+  }
+
+  for (const workers of [0, 1]) {
+    test(`workers: ${workers} starts ${workers} threads, early or late`, async () => {
+      const dir = await largeBundle();
+      stopIdleHelpers();
+      const before = { ...helperCounts };
+      await loadBundle(dir, { workers });
+      assert.equal(helperCounts.started - before.started, workers);
+      assert.equal(helperCounts.onThreads - before.onThreads, workers);
+    });
+  }
+
+  test("by default, the threads started early are the ones that verify", async () => {
+    const dir = await largeBundle();
+    stopIdleHelpers();
+    const before = { ...helperCounts };
+    await loadBundle(dir);
+    const started = helperCounts.started - before.started;
+    assert.ok(started > 0, "threads were started");
+    assert.equal(helperCounts.onThreads - before.onThreads, started);
+  });
+});
 
 // Every case runs with the checks on this thread and spread over worker threads
 // (the default picks by bundle size; both paths must say exactly the same).

@@ -76,13 +76,15 @@ async function readManifestBytes(root: string): Promise<Uint8Array> {
  * result is not verified until `verifyFiles` (or `planOutputs`, which calls it)
  * has passed. `dir` of the result is the bundle's real absolute path (a
  * symlinked bundle directory such as `bundles/latest` is resolved once, here).
+ * A large manifest starts the helper threads that will verify it; no more than
+ * `options.workers` allows (none for 0).
  *
  * @throws DistributorError `source_invalid` when the directory or manifest is missing or invalid.
  */
-export async function openBundle(dir: string): Promise<SourceBundle> {
+export async function openBundle(dir: string, options: CheckOptions = {}): Promise<SourceBundle> {
   const root = await resolveBundleDir(dir);
   const bytes = await readManifestBytes(root);
-  if (bytes.byteLength > PRESTART_MANIFEST_BYTES) prestartChecks();
+  if (bytes.byteLength > PRESTART_MANIFEST_BYTES) prestartChecks(options.workers);
   const manifest = parseManifest(bytes, {
     where: path.join(root, MANIFEST_FILE),
   });
@@ -159,7 +161,7 @@ export async function verifyFiles(
  * @throws DistributorError `source_invalid` (see both).
  */
 export async function loadBundle(dir: string, options: CheckOptions = {}): Promise<SourceBundle> {
-  const bundle = await openBundle(dir);
+  const bundle = await openBundle(dir, options);
   await verifyFiles(bundle, options);
   return bundle;
 }
