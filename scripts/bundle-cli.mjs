@@ -16,7 +16,7 @@
  */
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -50,7 +50,7 @@ function checkThreadEntries() {
   const missing = [...named].filter((name) => !(name in entryPoints));
   if (missing.length > 0) {
     throw new Error(
-      `modules started by URL are not bundle entries: ${missing.join(", ")} (add them to entryPoints in scripts/bundle-cli.mjs)`,
+      `modules started by URL are not bundle entries: ${missing.join(", ")} (add them to entryPoints in scripts/bundle-cli.mjs; if their source is gone, remove the stale files from dist/src)`,
     );
   }
 }
@@ -67,7 +67,7 @@ checkThreadEntries();
 checkDepth();
 // Read from the compiled, unbundled module: the bundle carries the same digest.
 const { rendererCodeDigest } = await import(
-  path.join(compiled, "transform/_renderer-fingerprint.js")
+  pathToFileURL(path.join(compiled, "transform/_renderer-fingerprint.js")).href
 );
 rmSync(outdir, { recursive: true, force: true });
 await build({

@@ -1,9 +1,12 @@
 /**
- * Temporary files (`.distributor.tmp-*`) are only ever left behind by a run that
- * died between creating and renaming them. Under the root's lock no other run can
- * own one, so they are removed before applying. A folder with its own lock or
- * state is another root (nested in this one), whose own lock covers its temp
- * files: those are left to it.
+ * Temporary files (`.distributor.tmp-*`) are left behind by a run that died
+ * between creating and renaming them, or between writing its lock's temp file
+ * and linking it into place (_fs-lock.ts). Under the root's lock no other run
+ * writes one, so they are removed before applying. The one exception is
+ * harmless: a run that is starting may have just written its lock's temp file;
+ * removing it makes that run find the lock held, as it is. A folder with its
+ * own lock or state is another root (nested in this one), whose own lock
+ * covers its temp files: those are left to it.
  */
 import { baseName, isTempPath, LOCK_FILE, STATE_FILE } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
@@ -12,8 +15,9 @@ import { unlessStopped } from "./locks.js";
 /**
  * Delete the stale temporary files under the root. `listing`, when given, must
  * have been taken under the lock the caller still holds (run passes its plan-time
- * listing: nobody else can have added a temp file since, and a second walk of a
- * 100k-file root costs seconds). Without it the root is listed again.
+ * listing: nobody else can have added a temp file since, other than a lock's
+ * short-lived one, and a second walk of a 100k-file root costs seconds).
+ * Without it the root is listed again.
  */
 export async function removeStaleTempFiles(
   driver: StorageDriver,

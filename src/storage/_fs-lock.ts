@@ -97,11 +97,15 @@ export async function takeOver(
   if (!(await createTakeoverFile(root, marker))) return false;
   try {
     if ((await readText(root, LOCK_FILE)) !== lock.staleText) return false;
-    await unlink(path.join(root, LOCK_FILE)).catch((error: unknown) => {
-      if (errnoCode(error) !== "ENOENT")
-        throw storageError("remove the stale lock", { root, relPath: LOCK_FILE, error });
+    // Written before the stale lock goes: the root is without a lock, where a
+    // starting run could take it without the warning, only for one link().
+    const temp = await prepareTemp(root, lock.content);
+    await unlink(path.join(root, LOCK_FILE)).catch(async (error: unknown) => {
+      if (errnoCode(error) === "ENOENT") return;
+      if (temp !== null) await unlink(temp).catch(() => undefined);
+      throw storageError("remove the stale lock", { root, relPath: LOCK_FILE, error });
     });
-    return await createExclusive(root, LOCK_FILE, lock.content);
+    return await createExclusive(root, LOCK_FILE, lock.content, temp);
   } finally {
     if ((await readText(root, TAKEOVER_FILE)) === marker) {
       await rm(path.join(root, TAKEOVER_FILE), { force: true });
@@ -134,32 +138,55 @@ async function readText(root: string, name: string): Promise<string | null> {
  * point leaves either no file or a complete one. Creating `name` itself and
  * then writing it left an empty lock after a SIGKILL in between, which every
  * later run refused as held by an unknown holder. A leftover temp file is
- * removed by the next run, like any other (stale-temp.ts).
+ * removed by the next run, like any other (stale-temp.ts). `prepared`: a temp
+ * file with `content` from `prepareTemp`, which this call removes.
  */
-async function createExclusive(root: string, name: string, content: string): Promise<boolean> {
+async function createExclusive(
+  root: string,
+  name: string,
+  content: string,
+  prepared?: string | null,
+): Promise<boolean> {
   const file = path.join(root, name);
-  const temp = path.join(root, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
-  await writeNewFile(root, temp, content).catch((error: unknown) => {
-    throw storageError("write the lock", { root, relPath: name, error });
-  });
+  const temp = prepared === undefined ? await prepareTemp(root, content) : prepared;
+  // No temp file (a read-only root, say): create in place, which reports
+  // EEXIST (a held lock) or the error as before.
+  if (temp === null) return createInPlace(root, file, content);
   try {
     await link(temp, file);
     return true;
   } catch (error) {
     const code = errnoCode(error);
-    if (code === "EEXIST") return false;
     // Our temp file was removed as stale by the run holding the lock: the caller
     // reads that lock (or, if it is gone already, tries once more).
     if (code === "ENOENT") return false;
-    if (code !== undefined && NO_HARD_LINKS.has(code)) return createInPlace(root, file, content);
-    throw storageError("create the lock", { root, relPath: name, error });
+    // NFS may answer a retransmitted link that succeeded with EEXIST.
+    if (code === "EEXIST") return sameFile(temp, file);
+    // No hard links here: EPERM or ENOTSUP on some FUSE and SMB mounts,
+    // EISDIR on FAT volumes on Windows.
+    return createInPlace(root, file, content);
   } finally {
     await unlink(temp).catch(() => undefined);
   }
 }
 
-/** What link() fails with on filesystems without hard links (some FUSE, SMB and FAT mounts). */
-const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+/** A new temp file in `root` holding `content`, fsync'ed; null when it cannot be written. */
+async function prepareTemp(root: string, content: string): Promise<string | null> {
+  const temp = path.join(root, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  try {
+    await writeNewFile(root, temp, content);
+    return temp;
+  } catch {
+    return null;
+  }
+}
+
+async function sameFile(a: string, b: string): Promise<boolean> {
+  const [statsA, statsB] = await Promise.all([lstat(a), lstat(b)]).catch(() => [null, null]);
+  return (
+    statsA !== null && statsB !== null && statsA.dev === statsB.dev && statsA.ino === statsB.ino
+  );
+}
 
 /** Exclusive create + write + fsync of `file`. */
 async function writeNewFile(root: string, file: string, content: string): Promise<void> {
@@ -183,9 +210,10 @@ async function writeNewFile(root: string, file: string, content: string): Promis
 }
 
 /**
- * Without hard links: create the file exclusively, then write it. A crash
- * between the two leaves an empty file, which readers take as held by an
- * unknown holder (an operator removes it); only on such filesystems.
+ * Without a temp file or hard links: create the file exclusively, then write
+ * it. A crash between the two leaves an empty file, which readers take as
+ * held by an unknown holder (an operator removes it, docs/recovery.md); only
+ * on filesystems without hard links.
  */
 async function createInPlace(root: string, file: string, content: string): Promise<boolean> {
   try {
