@@ -11,6 +11,7 @@ import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createS3Driver } from "../src/storage/s3.js";
 import { type BenchCase, distributorRun, renderCacheDir, writeConfig } from "./_kit.js";
+import { processCpuSeconds } from "./_measure.js";
 import { setAside } from "./_trash.js";
 import type { Workload } from "./workload.js";
 
@@ -71,6 +72,8 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
       await emptyBucket(endpoint);
     },
     inputs: () => [s().dir],
+    // The repository's test server (../shared/services/s3) when it runs here.
+    serverCpuSeconds: () => processCpuSeconds(/^(radosgw|ceph-osd|ceph-mon|ceph-mgr)$/),
     teardown: async () => {
       if (endpoint) await emptyBucket(endpoint);
     },

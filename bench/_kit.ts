@@ -51,6 +51,12 @@ export interface BenchCase {
    * so whoever ran after it read from disk.
    */
   inputs?: () => string[];
+  /**
+   * Cumulative CPU seconds of a server on this machine that the contenders
+   * talk to (processCpuSeconds), or null when there is none: read before and
+   * after each sample, since the server's work shares the cores.
+   */
+  serverCpuSeconds?: () => number | null;
 }
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

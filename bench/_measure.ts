@@ -1,7 +1,8 @@
 /**
  * Running one timed command as its own process: wall time from spawn to exit,
- * peak RSS from GNU time (`/usr/bin/time -f %M`) when it is installed, stdout
- * kept for checks. Nothing here decides what a good number is.
+ * peak RSS and CPU time from GNU time (`/usr/bin/time -f "%M %U %S"`) when it
+ * is installed, stdout kept for checks. Nothing here decides what a good
+ * number is.
  */
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -31,6 +32,12 @@ export interface Sample {
   startedAtMs: number;
   /** Peak resident set size in MB, or null when GNU time is missing. */
   peakRssMb: number | null;
+  /**
+   * User plus system CPU seconds of the command and every process it waited
+   * for (a shell pipeline's too), or null when GNU time is missing. On two
+   * cores a run cannot take less wall time than half of it.
+   */
+  cpuSeconds: number | null;
   stdout: string;
 }
 
@@ -51,7 +58,7 @@ export async function measure(command: Command): Promise<Sample> {
   const rssFile = path.join(os.tmpdir(), `distributor-bench-rss-${process.pid}`);
   const withTime = existsSync(GNU_TIME);
   const [cmd, args] = withTime
-    ? [GNU_TIME, ["-f", "%M", "-o", rssFile, command.cmd, ...command.args]]
+    ? [GNU_TIME, ["-f", "%M %U %S", "-o", rssFile, command.cmd, ...command.args]]
     : [command.cmd, command.args];
   const startedAtMs = Date.now();
   const started = process.hrtime.bigint();
@@ -63,12 +70,61 @@ export async function measure(command: Command): Promise<Sample> {
     );
   }
   let peakRssMb: number | null = null;
+  let cpuSeconds: number | null = null;
   if (withTime) {
     const lines = readFileSync(rssFile, "utf8").trim().split("\n");
-    peakRssMb = Number(lines[lines.length - 1]) / 1024;
+    ({ peakRssMb, cpuSeconds } = parseGnuTime(lines[lines.length - 1] ?? ""));
     rmSync(rssFile, { force: true });
   }
-  return { seconds, startedAtMs, peakRssMb, stdout };
+  return { seconds, startedAtMs, peakRssMb, cpuSeconds, stdout };
+}
+
+/** The last line GNU time wrote for `-f "%M %U %S"`: peak KB, user and system seconds. */
+export function parseGnuTime(line: string): {
+  peakRssMb: number | null;
+  cpuSeconds: number | null;
+} {
+  const match = /^(\d+) (\d+(?:\.\d+)?) (\d+(?:\.\d+)?)$/.exec(line.trim());
+  if (!match) return { peakRssMb: null, cpuSeconds: null };
+  const [, rssKb, user, system] = match.map(Number) as [number, number, number, number];
+  return { peakRssMb: rssKb / 1024, cpuSeconds: user + system };
+}
+
+let clockTicks: number | undefined;
+
+/**
+ * CPU seconds (user + system) used so far by the running processes whose name
+ * matches `name` (Linux /proc), or null when there are none or no /proc: for a
+ * server on this machine that the contenders talk to (case 6's local S3
+ * server), whose work shares the cores with theirs.
+ */
+export function processCpuSeconds(name: RegExp): number | null {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry));
+  } catch {
+    return null;
+  }
+  clockTicks ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+  let ticks = 0;
+  let found = false;
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // ended meanwhile
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
+    const close = stat.lastIndexOf(")");
+    const comm = stat.slice(stat.indexOf("(") + 1, close);
+    if (!name.test(comm)) continue;
+    const fields = stat.slice(close + 2).split(" ");
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after comm.
+    ticks += Number(fields[11]) + Number(fields[12]);
+    found = true;
+  }
+  return found ? ticks / clockTicks : null;
 }
 
 function runChild(

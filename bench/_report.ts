@@ -13,7 +13,17 @@ export interface Row {
   met: boolean | null;
   /** Highest peak RSS of the subject's samples, MB. */
   peakRssMb: number | null;
-  samples: { distributor: number[]; anchor: number[] };
+  /** Median CPU seconds (user + system) of each side's samples; null without GNU time. */
+  cpuSeconds: { distributor: number | null; anchor: number | null };
+  samples: {
+    distributor: number[];
+    anchor: number[];
+    distributorCpu: number[];
+    anchorCpu: number[];
+    /** CPU seconds of a local server during each sample (case 6), when measured. */
+    distributorServerCpu: number[];
+    anchorServerCpu: number[];
+  };
   notes: string[];
 }
 
@@ -29,8 +39,8 @@ function metText(met: boolean | null): string {
 /** The rows as a GitHub Markdown table, notes in the last column. */
 export function markdownTable(rows: readonly Row[]): string {
   const header =
-    "| Case | distributor | anchor | anchor median | ratio | target | met? | peak RSS (MB) | notes |\n" +
-    "|---|---:|---|---:|---:|---|---|---:|---|";
+    "| Case | distributor | anchor | anchor median | ratio | target | met? | peak RSS (MB) | CPU s (distributor / anchor) | notes |\n" +
+    "|---|---:|---|---:|---:|---|---|---:|---:|---|";
   const lines = rows.map((row) =>
     [
       row.case,
@@ -41,6 +51,7 @@ export function markdownTable(rows: readonly Row[]): string {
       row.target,
       metText(row.met),
       num(row.peakRssMb, 0),
+      `${num(row.cpuSeconds.distributor)} / ${num(row.cpuSeconds.anchor)}`,
       row.notes.join("; ").replaceAll("|", "\\|"),
     ].join(" | "),
   );

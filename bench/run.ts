@@ -52,19 +52,37 @@ function selected(bench: BenchCase, wanted: string[] | null): boolean {
 interface Samples {
   values: number[];
   rss: number[];
+  /** The contender's own CPU seconds per sample (GNU time). */
+  cpu: number[];
+  /** CPU seconds a local server spent during each sample (BenchCase.serverCpuSeconds). */
+  serverCpu: number[];
   notes: Set<string>;
+}
+
+function emptySamples(): Samples {
+  return { values: [], rss: [], cpu: [], serverCpu: [], notes: new Set<string>() };
 }
 
 /** See programFiles: the same for every contender, so that none reads its code from disk. */
 const PROGRAMS = programFiles(REPO_ROOT);
 
-async function sample(contender: Contender, into: Samples, inputs: string[]): Promise<void> {
+async function sample(
+  bench: BenchCase,
+  contender: Contender,
+  into: Samples,
+  inputs: string[],
+): Promise<void> {
   await contender.before?.();
   for (const target of [...inputs, ...PROGRAMS]) warmPageCache(target);
   flushDisks();
+  const serverBefore = bench.serverCpuSeconds?.() ?? null;
   const result = await measure(contender.command());
+  const serverAfter = bench.serverCpuSeconds?.() ?? null;
   into.values.push(contender.value ? contender.value(result) : result.seconds);
   if (result.peakRssMb !== null) into.rss.push(result.peakRssMb);
+  if (result.cpuSeconds !== null) into.cpu.push(result.cpuSeconds);
+  if (serverBefore !== null && serverAfter !== null)
+    into.serverCpu.push(serverAfter - serverBefore);
   const note = contender.check?.(result);
   if (note) into.notes.add(`${contender.label}: ${note}`);
 }
@@ -74,12 +92,10 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     (c) => !c.anchor.requires || toolAvailable(c.anchor.requires),
   );
   const contenders = [bench.subject, ...usable.map((c) => c.anchor)];
-  const samples = new Map(
-    contenders.map((c) => [c, { values: [], rss: [], notes: new Set<string>() } as Samples]),
-  );
-  const warmUp = { values: [], rss: [], notes: new Set<string>() };
+  const samples = new Map(contenders.map((c) => [c, emptySamples()]));
+  const warmUp = emptySamples();
   const inputs = bench.inputs?.() ?? [];
-  for (const contender of contenders) await sample(contender, warmUp, inputs);
+  for (const contender of contenders) await sample(bench, contender, warmUp, inputs);
   for (let i = 0; i < runs; i++) {
     // The same cyclic order every run, so no contender ever runs twice in a row.
     // Reversing the order every other run did that at each turn, and on the
@@ -90,7 +106,7 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     // cause was ext4's allocator after a mass delete; outputs are now set
     // aside instead (see _trash.ts).
     for (const contender of contenders) {
-      await sample(contender, samples.get(contender) as Samples, inputs);
+      await sample(bench, contender, samples.get(contender) as Samples, inputs);
     }
     process.stderr.write(`  case ${bench.id}: run ${i + 1}/${runs} done\n`);
   }
@@ -132,6 +148,8 @@ function rowOf(
     const spread = spreadNote(values, bench.unit);
     if (spread) notes.push(`spread: ${label} ${spread}`);
   }
+  const server = serverCpuNote(subject.serverCpu, anchor?.serverCpu ?? []);
+  if (server) notes.push(server);
   return {
     case: `${bench.id}. ${bench.title}`,
     anchor: comparison.anchor.label,
@@ -142,9 +160,30 @@ function rowOf(
     target,
     met,
     peakRssMb,
-    samples: { distributor: subject.values, anchor: anchor?.values ?? [] },
+    cpuSeconds: {
+      distributor: medianOrNull(subject.cpu),
+      anchor: medianOrNull(anchor?.cpu ?? []),
+    },
+    samples: {
+      distributor: subject.values,
+      anchor: anchor?.values ?? [],
+      distributorCpu: subject.cpu,
+      anchorCpu: anchor?.cpu ?? [],
+      distributorServerCpu: subject.serverCpu,
+      anchorServerCpu: anchor?.serverCpu ?? [],
+    },
     notes,
   };
+}
+
+function medianOrNull(values: readonly number[]): number | null {
+  return values.length > 0 ? median(values) : null;
+}
+
+/** "server CPU 1.90 s / 3.10 s": what a local server spent for each side (medians). */
+function serverCpuNote(subject: readonly number[], anchor: readonly number[]): string | null {
+  if (subject.length === 0 || anchor.length === 0) return null;
+  return `server CPU ${median(subject).toFixed(2)} s / ${median(anchor).toFixed(2)} s`;
 }
 
 function failedRows(bench: BenchCase, error: unknown): Row[] {
@@ -161,7 +200,15 @@ function failedRows(bench: BenchCase, error: unknown): Row[] {
     target: comparison.target,
     met: null,
     peakRssMb: null,
-    samples: { distributor: [], anchor: [] },
+    cpuSeconds: { distributor: null, anchor: null },
+    samples: {
+      distributor: [],
+      anchor: [],
+      distributorCpu: [],
+      anchorCpu: [],
+      distributorServerCpu: [],
+      anchorServerCpu: [],
+    },
     notes: [`not run: ${message}`],
   }));
 }
