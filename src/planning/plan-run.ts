@@ -116,6 +116,11 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
 }
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
+  // Nothing at all (not even a nested root's files): no output can be in the
+  // way, so the check per output, a sort and 100,000 lookups, is skipped.
+  if (view.entries.size === 0 && view.dirs.size === 0 && view.toolDirs.size === 0) {
+    return { ..._fresh(input, "not in catalog"), action: "publish_new" };
+  }
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
   const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
   const notRecorded = { recorded: false, legacy: false };
