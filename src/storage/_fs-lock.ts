@@ -13,8 +13,8 @@ import { randomBytes } from "node:crypto";
 import { link, lstat, mkdir, open, readFile, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
-import { LOCK_FILE, TEMP_PREFIX } from "../paths.js";
-import { storageError } from "./_fs-paths.js";
+import { LOCK_FILE } from "../paths.js";
+import { storageError, tempPathIn } from "./_fs-paths.js";
 import {
   currentLockHolder,
   isStaleLockHolder,
@@ -172,7 +172,7 @@ async function createExclusive(
 
 /** A new temp file in `root` holding `content`, fsync'ed; null when it cannot be written. */
 async function prepareTemp(root: string, content: string): Promise<string | null> {
-  const temp = path.join(root, `${TEMP_PREFIX}${randomBytes(8).toString("hex")}`);
+  const temp = tempPathIn(root);
   try {
     await writeNewFile(root, temp, content);
     return temp;

@@ -4,11 +4,12 @@
  * through a symbolic link (or a file standing where a directory should be)
  * inside the root. The root itself may be a symlink: the user configured it.
  */
+import { randomBytes } from "node:crypto";
 import { lstatSync, type Stats } from "node:fs";
 import { lstat } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
-import { ancestorsOf } from "../paths.js";
+import { ancestorsOf, TEMP_PREFIX } from "../paths.js";
 
 // C0 controls and DEL; NUL is among them.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
@@ -144,4 +145,19 @@ export function storageError(
     `Could not ${operation} ${target} (${code}: ${detail}). Check that the destination exists, is writable and has free space.`,
     { paths: where.relPath === "" ? [] : [where.relPath], cause: where.error },
   );
+}
+
+/**
+ * Temp file names: 64 random bits drawn once per thread, then a counter.
+ * Unique among concurrent writers and cheap: `randomBytes` for each file cost
+ * 4 µs, 0.4 s of CPU for 100,000 outputs. A leftover of a crashed run has
+ * another random part (and is removed before writing starts); temp files are
+ * created exclusively, so even a clash would fail, never overwrite.
+ */
+const TEMP_SESSION = randomBytes(8).toString("hex");
+let tempCount = 0;
+
+/** A new temp file name (`.distributor.tmp-*`) in the directory `dir`. */
+export function tempPathIn(dir: string): string {
+  return path.join(dir, `${TEMP_PREFIX}${TEMP_SESSION}-${(tempCount++).toString(36)}`);
 }

@@ -3,7 +3,6 @@
  * the target's own directory, which is then renamed over the target, so a
  * reader (or a crash) sees the old file or the new one, never a mix.
  */
-import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   constants,
@@ -20,12 +19,12 @@ import path from "node:path";
 import { limiter } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
-import { TEMP_PREFIX } from "../paths.js";
 import {
   checkAncestors,
   checkAncestorsSync,
   resolveInside,
   storageError,
+  tempPathIn,
   unsafeAncestorError,
 } from "./_fs-paths.js";
 import {
@@ -35,20 +34,6 @@ import {
   writePool,
 } from "./_fs-write-pool.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
-
-/**
- * Temp file names: 64 random bits drawn once per thread, then a counter.
- * Unique among concurrent writers and cheap: `randomBytes` for each file cost
- * 4 µs, 0.4 s of CPU for 100,000 outputs. A leftover of a crashed run has
- * another random part (and is removed before writing starts); temp files are
- * created exclusively, so even a clash would fail, never overwrite.
- */
-const TEMP_SESSION = randomBytes(8).toString("hex");
-let tempCount = 0;
-
-function tempPathIn(dir: string): string {
-  return path.join(dir, `${TEMP_PREFIX}${TEMP_SESSION}-${(tempCount++).toString(36)}`);
-}
 
 /** The mode `open(..., "wx")` gives a new file under this process's umask. */
 const NEW_FILE_MODE = 0o666 & ~process.umask();
