@@ -38,8 +38,6 @@ export class ForceClearError extends DistributorError {
 export interface ApplyOptions {
   /** Version token of the state read at plan time (`null` = there was none). */
   stateToken: VersionToken | null;
-  /** Parallel output writes. Default: the driver's `writeConcurrency`. */
-  concurrency?: number;
   /** Called after each output write with its byte size. */
   onOutputWritten?: (output: PlannedOutput) => void;
 }
@@ -116,7 +114,7 @@ async function writeOutputs(
       );
       options.onOutputWritten?.(output);
     },
-    { limit: options.concurrency ?? driver.writeConcurrency },
+    { limit: driver.writeConcurrency },
   );
 }
 

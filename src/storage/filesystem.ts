@@ -38,6 +38,8 @@ import type {
 
 export { assertWritesAllowed, stopWrites } from "./_fs-write-pool.js";
 
+import { FS_WRITE_CONCURRENCY } from "./_fs-write-pool.js";
+
 export interface FilesystemDriverOptions {
   /** Absolute path of the destination root (`<storage.root>/<path>`). It need not exist yet. */
   root: string;
@@ -64,17 +66,6 @@ async function foldsCase(root: string): Promise<boolean> {
   }
   return false;
 }
-
-/**
- * Writes the executor keeps in flight on a filesystem. Small outputs go to the
- * write threads (_fs-write-pool.ts), and with 8 in flight the threads sat idle
- * 30 % of the time waiting for the next one: a fresh publish of C (100,000
- * small files) took 9.3-9.5 s, and 7.4-7.7 s with 64. The threads take writes
- * in batches, which grow with this number: 13 writes on average with 64, 50
- * with 256 (C: 0.7 s less than 64 unbatched, 2 alternating pairs). Large
- * outputs meanwhile wait for one of the eight places _fs-write.ts gives them.
- */
-const FS_WRITE_CONCURRENCY = 256;
 
 /** A driver for the directory tree at `options.root`. Throws `config_invalid` for a relative root. */
 export function createFilesystemDriver(options: FilesystemDriverOptions): StorageDriver {
