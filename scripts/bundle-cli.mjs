@@ -12,7 +12,7 @@
  * that starts them (`new URL("./_helper-thread.js", import.meta.url)` in
  * threads.js). Written as entry points into one flat directory, next to the
  * chunks that hold the code starting them, those URLs resolve the same way in
- * the bundle; the build fails if a module names one that is not an entry.
+ * the bundle. The entry points are found by looking for those URLs.
  */
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
@@ -23,17 +23,13 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."
 const compiled = path.join(repoRoot, "dist/src");
 const outdir = path.join(repoRoot, "dist/cli");
 
-const entryPoints = {
-  main: "cli/main.js",
-  "_helper-thread": "_helper-thread.js",
-  "_verify-job": "bundle/_verify-job.js",
-  "_fs-walk-job": "storage/_fs-walk-job.js",
-  "_fs-write-worker": "storage/_fs-write-worker.js",
-};
-
-/** Every `new URL("./name.js", import.meta.url)` in the compiled sources must be an entry. */
-function checkThreadEntries() {
-  const named = new Set();
+/**
+ * The CLI plus every module the compiled sources start by URL
+ * (`new URL("./name.js", import.meta.url)`), found next to the module that
+ * names it. The output folder is flat, so two such modules may not share a name.
+ */
+function entryPointsOf() {
+  const entries = { main: path.join(compiled, "cli/main.js") };
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const file = path.join(dir, entry.name);
@@ -41,18 +37,23 @@ function checkThreadEntries() {
       else if (entry.name.endsWith(".js") && !entry.name.includes(".test.")) {
         const text = readFileSync(file, "utf8");
         for (const match of text.matchAll(/new URL\("\.\/([\w-]+)\.js", import\.meta\.url\)/g)) {
-          named.add(match[1]);
+          const name = match[1];
+          const target = path.join(dir, `${name}.js`);
+          if (!statSync(target, { throwIfNoEntry: false })?.isFile()) {
+            throw new Error(`${file} starts ${name}.js, which is not in ${dir}`);
+          }
+          if (entries[name] !== undefined && entries[name] !== target) {
+            throw new Error(
+              `two modules started by URL are named ${name}.js: the bundle is one folder`,
+            );
+          }
+          entries[name] = target;
         }
       }
     }
   };
   walk(compiled);
-  const missing = [...named].filter((name) => !(name in entryPoints));
-  if (missing.length > 0) {
-    throw new Error(
-      `modules started by URL are not bundle entries: ${missing.join(", ")} (add them to entryPoints in scripts/bundle-cli.mjs; if their source is gone, remove the stale files from dist/src)`,
-    );
-  }
+  return entries;
 }
 
 /** version.js reads ../../package.json relative to itself: dist/cli must sit as deep as dist/src. */
@@ -63,7 +64,6 @@ function checkDepth() {
   }
 }
 
-checkThreadEntries();
 checkDepth();
 // Read from the compiled, unbundled module: the bundle carries the same digest.
 const { rendererCodeDigest } = await import(
@@ -72,9 +72,7 @@ const { rendererCodeDigest } = await import(
 rmSync(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: repoRoot,
-  entryPoints: Object.fromEntries(
-    Object.entries(entryPoints).map(([name, file]) => [name, path.join(compiled, file)]),
-  ),
+  entryPoints: entryPointsOf(),
   outdir,
   bundle: true,
   splitting: true,
