@@ -11,11 +11,13 @@ import path from "node:path";
 import { allCases } from "./_cases.js";
 import { type BenchCase, type Comparison, type Contender, REPO_ROOT } from "./_kit.js";
 import {
+  filesUnder,
   flushDisks,
   measure,
   median,
   programFiles,
   toolAvailable,
+  warmFiles,
   warmPageCache,
 } from "./_measure.js";
 import { markdownTable, type Row, spreadNote } from "./_report.js";
@@ -63,8 +65,11 @@ function emptySamples(): Samples {
   return { values: [], rss: [], cpu: [], serverCpu: [], notes: new Set<string>() };
 }
 
-/** See programFiles: the same for every contender, so that none reads its code from disk. */
-const PROGRAMS = programFiles(REPO_ROOT);
+/**
+ * See programFiles: the same for every contender, so that none reads its code
+ * from disk. Listed once: they do not change during a run, unlike the inputs.
+ */
+const PROGRAM_FILES = programFiles(REPO_ROOT).flatMap(filesUnder);
 
 async function sample(
   bench: BenchCase,
@@ -73,7 +78,8 @@ async function sample(
   inputs: string[],
 ): Promise<void> {
   await contender.before?.();
-  for (const target of [...inputs, ...PROGRAMS]) warmPageCache(target);
+  for (const target of inputs) warmPageCache(target);
+  warmFiles(PROGRAM_FILES);
   flushDisks();
   const serverBefore = bench.serverCpuSeconds?.() ?? null;
   const result = await measure(contender.command());
