@@ -11,7 +11,7 @@ import {
   symlink,
   writeFile,
 } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
@@ -19,7 +19,7 @@ import { sha256Digest } from "../hashing.js";
 import { helperCounts, stopIdleHelpers } from "../threads.js";
 import { FileChecker } from "./_file-checks.js";
 import { writeTestBundle } from "./testing.js";
-import { loadBundle } from "./verify.js";
+import { loadBundle, openBundle, verifyFiles } from "./verify.js";
 
 async function expectSourceInvalid(dir: string, workers?: number): Promise<DistributorError> {
   let caught: unknown;
@@ -55,26 +55,20 @@ describe("helper threads started early for a large manifest", () => {
     return dir;
   }
 
-  for (const workers of [0, 1]) {
-    test(`workers: ${workers} starts ${workers} threads, early or late`, async () => {
+  // Default: one per core, at most four (_parallel-checks.ts).
+  for (const workers of [0, 1, undefined]) {
+    const expected = workers ?? Math.min(availableParallelism(), 4);
+    test(`workers: ${workers ?? "default"} starts its ${expected} threads when the manifest is read, and no more`, async () => {
       const dir = await largeBundle();
       stopIdleHelpers();
       const before = { ...helperCounts };
-      await loadBundle(dir, { workers });
-      assert.equal(helperCounts.started - before.started, workers);
-      assert.equal(helperCounts.onThreads - before.onThreads, workers);
+      const bundle = await openBundle(dir, { workers });
+      assert.equal(helperCounts.started - before.started, expected, "started by openBundle");
+      await verifyFiles(bundle, { workers });
+      assert.equal(helperCounts.started - before.started, expected, "none started later");
+      assert.equal(helperCounts.onThreads - before.onThreads, expected);
     });
   }
-
-  test("by default, the threads started early are the ones that verify", async () => {
-    const dir = await largeBundle();
-    stopIdleHelpers();
-    const before = { ...helperCounts };
-    await loadBundle(dir);
-    const started = helperCounts.started - before.started;
-    assert.ok(started > 0, "threads were started");
-    assert.equal(helperCounts.onThreads - before.onThreads, started);
-  });
 });
 
 // Every case runs with the checks on this thread and spread over worker threads
