@@ -115,16 +115,24 @@ export function processCpuSeconds(name: RegExp): number | null {
     } catch {
       continue; // ended meanwhile
     }
-    // "pid (comm) state ppid ...": comm may hold spaces, so split after its ")".
-    const close = stat.lastIndexOf(")");
-    const comm = stat.slice(stat.indexOf("(") + 1, close);
-    if (!name.test(comm)) continue;
-    const fields = stat.slice(close + 2).split(" ");
-    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after comm.
-    ticks += Number(fields[11]) + Number(fields[12]);
+    const parsed = parseProcStat(stat);
+    if (parsed === null || !name.test(parsed.comm)) continue;
+    ticks += parsed.cpuTicks;
     found = true;
   }
   return found ? ticks / clockTicks : null;
+}
+
+/** The name and user + system clock ticks of one `/proc/<pid>/stat` line (proc(5)). */
+export function parseProcStat(line: string): { comm: string; cpuTicks: number } | null {
+  // "pid (comm) state ppid ...": comm may hold spaces and ")", so split after the last ")".
+  const open = line.indexOf("(");
+  const close = line.lastIndexOf(")");
+  if (open < 0 || close < open) return null;
+  const fields = line.slice(close + 2).split(" ");
+  // utime and stime are fields 14 and 15, the 12th and 13th after comm.
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(cpuTicks) ? { comm: line.slice(open + 1, close), cpuTicks } : null;
 }
 
 function runChild(

@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { test } from "node:test";
+import { measure, parseGnuTime, parseProcStat, processCpuSeconds } from "./_measure.js";
+
+test("GNU time's line gives peak RSS and user plus system CPU; anything else gives nulls", () => {
+  assert.deepEqual(parseGnuTime("81920 1.52 0.40\n"), { peakRssMb: 80, cpuSeconds: 1.92 });
+  assert.deepEqual(parseGnuTime("Command terminated by signal 9"), {
+    peakRssMb: null,
+    cpuSeconds: null,
+  });
+  assert.deepEqual(parseGnuTime(""), { peakRssMb: null, cpuSeconds: null });
+});
+
+test("a measured command's CPU time comes with it when GNU time is installed", async () => {
+  const sample = await measure({
+    cmd: "sh",
+    args: ["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"],
+  });
+  if (!existsSync("/usr/bin/time")) {
+    assert.equal(sample.cpuSeconds, null);
+    return;
+  }
+  assert.ok(sample.cpuSeconds !== null && sample.cpuSeconds > 0, `cpu ${sample.cpuSeconds}`);
+  // One busy shell: no more CPU than wall time, give or take the clock's ticks.
+  assert.ok(sample.cpuSeconds <= sample.seconds + 0.05, `${sample.cpuSeconds} > ${sample.seconds}`);
+});
+
+test("a /proc stat line gives its name and user plus system ticks, whatever the name holds", () => {
+  // Fields after the name: state ppid pgrp session tty tpgid flags minflt
+  // cminflt majflt cmajflt utime stime cutime cstime ...
+  const line = "4242 (we ird) name) S 1 4242 4242 0 -1 4194304 900 0 7 0 1234 567 11 22 20 0";
+  assert.deepEqual(parseProcStat(line), { comm: "we ird) name", cpuTicks: 1801 });
+  assert.equal(parseProcStat("garbage"), null);
+});
+
+test("processCpuSeconds reads this process's own CPU from /proc, and null for no process", () => {
+  const own = parseProcStat(readFileSync("/proc/self/stat", "utf8"));
+  assert.ok(own !== null);
+  const seconds = processCpuSeconds(
+    new RegExp(`^${own.comm.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`),
+  );
+  // At least what this process itself used (processes of the same name add to it).
+  const used = process.cpuUsage();
+  assert.ok(seconds !== null && seconds >= (used.user + used.system) / 1e6 - 0.05, `${seconds} s`);
+  assert.equal(processCpuSeconds(/^no-such-process-name$/), null);
+});
