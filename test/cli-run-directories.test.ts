@@ -165,11 +165,22 @@ describe("force_replace", () => {
     const s = await scenario();
     await mkdir(path.join(s.root, "empty", "deeper"), { recursive: true });
     await writeFile(path.join(s.root, "stray.txt"), "unmanaged\n");
+    // A name with a .distributor. segment is the tool's (or a nested root's): kept.
+    await mkdir(path.join(s.root, ".distributor.keep"), { recursive: true });
+    await writeFile(path.join(s.root, ".distributor.keep", "f"), "tool-looking\n");
     const { code, json } = await s.runJson(FORCE);
     assert.equal(code, 0, JSON.stringify(json));
     assert.deepEqual(onlyResult(json).deleted, ["empty/deeper", "stray.txt"]);
-    assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
-    assert.deepEqual(await listDirectories(s.root), ["assets", "data", "docs"]);
+    assert.deepEqual(
+      await listFiles(s.root),
+      [...SITE_OUTPUTS, ".distributor.json", ".distributor.keep/f"].sort(),
+    );
+    assert.deepEqual(await listDirectories(s.root), [
+      ".distributor.keep",
+      "assets",
+      "data",
+      "docs",
+    ]);
   });
 
   test("refuses, before deleting anything, a planned file where a nested root is kept", async () => {

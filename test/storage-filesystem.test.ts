@@ -490,15 +490,22 @@ describe("filesystem driver: lock file", () => {
         const driver = createFilesystemDriver({ root: ${JSON.stringify(root)} });
         await driver.acquireLock().then((lock) => lock.release());
         writeFileSync(${JSON.stringify(`${done}.ready`)}, "");
-        for (let i = 0; i < 100; i++) await (await driver.acquireLock()).release();
-        writeFileSync(${JSON.stringify(done)}, "");`;
+        try {
+          for (let i = 0; i < 100; i++) await (await driver.acquireLock()).release();
+        } finally {
+          // Also on a failure, so the reader below stops (and the exit code tells).
+          writeFileSync(${JSON.stringify(done)}, "");
+        }`;
       const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
         stdio: ["ignore", "ignore", "inherit"],
       });
-      const exited = new Promise((resolve) => child.once("exit", resolve));
+      let running = true;
+      const exited = new Promise((resolve) => child.once("exit", resolve)).finally(() => {
+        running = false;
+      });
       const seen = { complete: 0, incomplete: [] as string[] };
       const deadline = Date.now() + 60_000;
-      while (!existsSync(`${done}.ready`) && Date.now() < deadline) await delay(5);
+      while (running && !existsSync(`${done}.ready`) && Date.now() < deadline) await delay(5);
       // Synchronous reads as fast as they go, until the child is done.
       while (!existsSync(done) && Date.now() < deadline) {
         let text: string;
