@@ -21,7 +21,7 @@ import { STATE_FILE } from "../paths.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
-import type { StorageDriver, VersionToken } from "../storage/driver.js";
+import type { DeleteResult, StorageDriver, VersionToken } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 import { writeState } from "./root-io.js";
 
@@ -66,11 +66,11 @@ export async function applyPlan(
       ...(await unlessStopped(() => driver.deleteMany([STATE_FILE]))),
     ];
     token = null;
-    const failed = results.filter((result) => result.error !== undefined);
+    const failed = failuresOf(results);
     if (failed.length > 0) {
       throw new ForceClearError(
-        `force_replace could not clear ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}`,
-        failed.map((f) => ({ path: f.path, message: f.error ?? "" })),
+        `force_replace could not clear ${driver.root}: ${listFailures(failed)}`,
+        failed,
       );
     }
   }
@@ -145,15 +145,25 @@ function alternateDirectories<T extends { path: string }>(writes: readonly T[]):
 /** Deletes the outputs need out of their way; any failure stops the run before a write. */
 async function clearTheWay(driver: StorageDriver, plan: RunPlan): Promise<void> {
   if (plan.deletesFirst.length === 0) return;
-  const failed = (await unlessStopped(() => driver.deleteMany(plan.deletesFirst))).filter(
-    (result) => result.error !== undefined,
-  );
+  const failed = failuresOf(await unlessStopped(() => driver.deleteMany(plan.deletesFirst)));
   if (failed.length === 0) return;
   throw new DistributorError(
     "storage_error",
-    `Could not delete what new outputs replace under ${driver.root}: ${failed.map((f) => `${f.path} (${f.error})`).join(", ")}. No output was written yet (the state still records every path); fix the cause and run again.`,
+    `Could not delete what new outputs replace under ${driver.root}: ${listFailures(failed)}. No output was written yet (the state still records every path); fix the cause and run again.`,
     { paths: failed.map((f) => f.path) },
   );
+}
+
+/** The deletes that failed, as reports list them. */
+function failuresOf(results: readonly DeleteResult[]): ApplyResult["failedDeletes"] {
+  return results.flatMap((result) =>
+    result.error === undefined ? [] : [{ path: result.path, message: result.error }],
+  );
+}
+
+/** `a.txt (EACCES: ...), b.txt (...)` for messages. */
+function listFailures(failed: ApplyResult["failedDeletes"]): string {
+  return failed.map((f) => `${f.path} (${f.message})`).join(", ");
 }
 
 async function deleteOmitted(
@@ -163,10 +173,7 @@ async function deleteOmitted(
   const first = new Set(plan.deletesFirst);
   const rest = plan.deletes.filter((path) => !first.has(path));
   if (rest.length === 0) return [];
-  const results = await unlessStopped(() => driver.deleteMany(rest));
-  return results
-    .filter((result) => result.error !== undefined)
-    .map((result) => ({ path: result.path, message: result.error ?? "" }));
+  return failuresOf(await unlessStopped(() => driver.deleteMany(rest)));
 }
 
 /**

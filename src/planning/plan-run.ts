@@ -111,7 +111,8 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   const stateContent = input.listing
     .map((entry) => entry.path)
     .filter((path) => path.startsWith(`${STATE_FILE}/`));
-  const deletes = [...viewPaths(view), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
+  // One sort of all three (viewPaths would sort the entries on their own first).
+  const deletes = [...view.entries.keys(), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
   return { ...plan, action: "force_replace", deletes };
 }
 

@@ -184,7 +184,7 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   for (const result of results) {
     if (result.error === undefined) for (const dir of ancestorsOf(result.path)) dirs.add(dir);
   }
-  const deepestFirst = [...dirs].sort((a, b) => b.split("/").length - a.split("/").length);
+  const deepestFirst = [...dirs].sort((a, b) => depth(b) - depth(a));
   for (const dir of deepestFirst) {
     // rmdir never follows a link and fails on a non-empty directory: exactly "left empty".
     await rmdir(path.join(root, dir)).catch(() => undefined);
