@@ -6,7 +6,6 @@
  * its `write` is wrapped to count the calls running at once.
  */
 import assert from "node:assert/strict";
-import path from "node:path";
 import { after, describe, test } from "node:test";
 import { applyPlan } from "../src/execution/apply-plan.js";
 import type { StorageDriver } from "../src/storage/driver.js";
@@ -22,10 +21,7 @@ const FILES = 300;
 
 /** Publish FILES files through a driver whose `writeConcurrency` is `limit`; the most writes seen at once. */
 async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
-  const s = await scenario((base) => ({
-    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-    destinations: { web: { root: path.join(base, "public") } },
-  }));
+  const s = await scenario();
   const files: Record<string, string> = {};
   for (let i = 0; i < FILES; i++) files[`dir${i % 7}/file${i}.txt`] = `content ${i}\n`;
   const dir = await s.bundle("many", files);
@@ -46,7 +42,7 @@ async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
       }
     },
   };
-  const { plan, snapshot } = await planOnly(s.config, dir, driver, "additive");
+  const { plan, snapshot } = await planOnly(s.config, dir, driver);
   assert.equal(plan.action, "publish_new");
   await applyPlan(driver, plan, { stateToken: snapshot.stateToken });
   const state = await readStateFile(s.root);

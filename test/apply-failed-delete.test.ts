@@ -13,16 +13,13 @@ import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
 import { planOnly } from "./helpers/plan-apply.js";
-import { SITE_FILES, scenario } from "./helpers/scenario.js";
+import { replacementSpec, SITE_FILES, scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
 describe("a failed delete", () => {
   test("keeps its record when the plan writes nothing else", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await scenario(replacementSpec);
     assert.equal((await s.runJson()).code, 0);
     const { "data/a.txt": _omitted, ...rest } = SITE_FILES;
     const v2 = await s.bundle("v2", rest);
@@ -35,7 +32,7 @@ describe("a failed delete", () => {
           p === "data/a.txt" ? { path: p, error: "EPERM: simulated" } : { path: p },
         ),
     };
-    const { plan, snapshot } = await planOnly(s.config, v2, driver, "replacement");
+    const { plan, snapshot } = await planOnly(s.config, v2, driver);
     assert.equal(plan.action, "replace_catalog");
     assert.equal(plan.claimState, null, "nothing is created: no claim state");
     const result = await applyPlan(driver, plan, { stateToken: snapshot.stateToken });

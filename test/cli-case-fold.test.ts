@@ -11,7 +11,7 @@ import { link, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { cleanupTempDirs, listFiles } from "./helpers/fixtures.js";
-import { onlyResult, scenario } from "./helpers/scenario.js";
+import { onlyResult, replacementSpec, scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
@@ -29,10 +29,7 @@ async function foldingRoot(root: string): Promise<void> {
 
 describe("run on a root that folds case", () => {
   test("a case-only rename under replacement is refused, and nothing is written or deleted", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", { "Guide.md": "# Guide\n" });
     assert.equal((await s.runJson(["--source", v1])).code, 0);
     await foldingRoot(s.root);

@@ -16,6 +16,7 @@ import {
   onlyResult,
   packageVersion,
   publishedFiles,
+  replacementSpec,
   SITE_FILES,
   SITE_OUTPUTS,
   scenario,
@@ -237,10 +238,7 @@ describe("replace_catalog", () => {
   });
 
   test("an omitted output whose file is already gone is reported deleted, with why", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await scenario(replacementSpec);
     assert.equal((await s.runJson()).code, 0);
     await rm(path.join(s.root, "data/a.txt"));
     const { "data/a.txt": _gone, ...rest } = SITE_FILES;
@@ -265,10 +263,7 @@ describe("replace_catalog", () => {
   });
 
   test("a file of ours that becomes a folder, and a folder that becomes a file", async () => {
-    const s = await scenario((base) => ({
-      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-      destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-    }));
+    const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", {
       guide: "the guide\n",
       "notes/a.txt": "a\n",

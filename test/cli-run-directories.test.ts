@@ -16,19 +16,18 @@ import {
   readStateFile,
   runCli,
 } from "./helpers/fixtures.js";
-import { exists, onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
+import {
+  exists,
+  onlyResult,
+  publishedFiles,
+  replacementSpec,
+  SITE_OUTPUTS,
+  scenario,
+} from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
 const FORCE = ["--force", "--pipeline", "site", "--destination", "web"];
-
-/** One pipeline publishing to `public` under `workflow: replacement`. */
-function replacementScenario() {
-  return scenario((base) => ({
-    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-    destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
-  }));
-}
 
 describe("empty directories", () => {
   test("one at a planned path is refused by the dry run and the run alike, nothing written", async () => {
@@ -90,7 +89,7 @@ describe("empty directories", () => {
 
 describe("a folder of ours that a killed run emptied", () => {
   test("is cleared for the file that replaces it: the plain rerun converges", async () => {
-    const s = await replacementScenario();
+    const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", {
       "keep.txt": "k\n",
       "docs/a.txt": "a\n",
@@ -111,7 +110,7 @@ describe("a folder of ours that a killed run emptied", () => {
   });
 
   test("a folder holding a nested root's files is never cleared, nothing is deleted", async () => {
-    const s = await replacementScenario();
+    const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", { "keep.txt": "k\n", "docs/a.txt": "a\n" });
     assert.equal((await s.runJson(["--source", v1])).code, 0);
     await writeFile(path.join(s.root, "docs", ".distributor.json"), "{}\n");
@@ -125,7 +124,7 @@ describe("a folder of ours that a killed run emptied", () => {
   });
 
   test("an empty folder where no omitted record lies still blocks the file", async () => {
-    const s = await replacementScenario();
+    const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", { "keep.txt": "k\n" });
     assert.equal((await s.runJson(["--source", v1])).code, 0);
     await mkdir(path.join(s.root, "docs", "sub"), { recursive: true });

@@ -12,12 +12,11 @@ import type { RunPlan } from "../../src/planning/types.js";
 import type { StorageDriver } from "../../src/storage/driver.js";
 import { planOutputs } from "../../src/transform/planned-outputs.js";
 
-/** Plan the config's only pair (pipeline "site", destination "web") for `bundleDir` on `driver`. */
+/** Plan the config's only pair for `bundleDir` on `driver`, as run's planGroup does. */
 export async function planOnly(
   config: string,
   bundleDir: string,
   driver: StorageDriver,
-  workflow: "additive" | "replacement",
 ): Promise<{ plan: RunPlan; snapshot: RootSnapshot }> {
   const [pair] = selectPairs(await loadConfig({ file: config }), {});
   assert.ok(pair);
@@ -25,12 +24,13 @@ export async function planOnly(
   const outputs = await planOutputs(bundle, pair.pipeline);
   const snapshot = await readRoot(driver);
   const plan = planRun({
-    owner: { pipelineId: "site", destinationId: "web" },
+    owner: { pipelineId: pair.pipeline.id, destinationId: pair.destination.id },
     source: bundle.identity,
     outputs,
     state: snapshot.state,
     listing: snapshot.listing,
-    workflow,
+    foldsCase: snapshot.foldsCase,
+    workflow: pair.destination.workflow,
     force: false,
     now: "2026-06-05T00:00:00Z",
     distributorVersion: "test",

@@ -113,6 +113,15 @@ export function defaultSpec(base: string): ConfigSpec {
   };
 }
 
+/** defaultSpec under `workflow: replacement`. */
+export function replacementSpec(base: string): ConfigSpec {
+  const spec = defaultSpec(base);
+  return {
+    ...spec,
+    destinations: { web: { root: path.join(base, "public"), workflow: "replacement" } },
+  };
+}
+
 export interface OutputJson {
   path: string;
   kind: "source" | "generated";
