@@ -68,9 +68,7 @@ function structuralUnlessCleared(clearing: Clearing, path: string): Blocker | nu
   }
   const prefix = `${path}/`;
   // Another root's lock or state in the folder stays, and so would the folder.
-  if (view.toolDirs.has(path)) {
-    return { ...blocker, why: "a directory holding another root's .distributor.* files" };
-  }
+  if (blocker.nestedRoot) return blocker;
   const inside = [...view.entries.values()].filter((entry) => entry.path.startsWith(prefix));
   if (!inside.every((entry) => entry.type === "file" && omitted.has(entry.path))) return blocker;
   const emptyInside = [...view.emptyDirs].some((dir) => dir === path || dir.startsWith(prefix));

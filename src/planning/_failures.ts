@@ -33,11 +33,12 @@ export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): 
   const shown = _unique(unsafe.length > 0 ? unsafe : blockers);
   const listed = _listing(shown.map((b) => `${b.path} (${b.why})`));
   // Under --force only a folder of a nested root can be in the way (force keeps its files).
-  const message = input.force
-    ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listed}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path.`
-    : unsafe.length > 0
-      ? `${shown.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listed}. distributor never writes through or over symbolic links: replace them with real directories or remove them, or ${_forceHint(input)}`
-      : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listed}. distributor never overwrites content it does not own, nor an output that stays recorded: move or remove them (with \`workflow: replacement\`, an output of this pipeline and destination that the run omits is deleted first), or ${_forceHint(input)}`;
+  const message =
+    shown.every((b) => b.nestedRoot) && input.force
+      ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listed}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path.`
+      : unsafe.length > 0
+        ? `${shown.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listed}. distributor never writes through or over symbolic links: replace them with real directories or remove them, or ${_forceHint(input)}`
+        : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listed}. distributor never overwrites content it does not own, nor an output that stays recorded: move or remove them (with \`workflow: replacement\`, an output of this pipeline and destination that the run omits is deleted first), or ${_forceHint(input)}`;
   return _failed("fail_unmanaged", {
     code: unsafe.length > 0 ? "unsafe_path" : "unmanaged_path",
     message,

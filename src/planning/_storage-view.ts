@@ -29,6 +29,11 @@ export interface Blocker {
   why: string;
   /** True for symlinks: the tool never writes through or over content it cannot own. */
   unsafe: boolean;
+  /**
+   * A folder holding another root's `.distributor.*` files: nothing clears
+   * it, not even --force, which keeps them (a live run may hold that lock).
+   */
+  nestedRoot?: true;
 }
 
 /** Build the view; reserved names (any segment starting with `.distributor.`) vanish. */
@@ -77,8 +82,14 @@ export function structuralBlocker(view: StorageView, path: string): Blocker | nu
       return { path: ancestor, why: `a file where ${path} needs a directory`, unsafe: false };
     }
   }
-  if (view.dirs.has(path) || view.toolDirs.has(path)) {
-    return { path, why: "a directory", unsafe: false };
+  if (view.toolDirs.has(path)) {
+    return {
+      path,
+      why: "a directory holding another root's .distributor.* files",
+      unsafe: false,
+      nestedRoot: true,
+    };
   }
+  if (view.dirs.has(path)) return { path, why: "a directory", unsafe: false };
   return null;
 }

@@ -20,7 +20,13 @@ import {
   recordDifferences,
   recordFor,
 } from "./_records.js";
-import { type Blocker, type StorageView, storageView, viewPaths } from "./_storage-view.js";
+import {
+  type Blocker,
+  type StorageView,
+  storageView,
+  structuralBlocker,
+  viewPaths,
+} from "./_storage-view.js";
 import type { OutputChange, RunPlan, RunPlanInput } from "./types.js";
 
 export { simulateApplied } from "./simulate.js";
@@ -95,14 +101,12 @@ function _omitted(
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
 function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   // force keeps a nested root's tool files, and so the folder they are in:
-  // a planned file there could never be written.
-  const kept: Blocker[] = input.outputs
-    .filter((output) => view.toolDirs.has(output.path))
-    .map((output) => ({
-      path: output.path,
-      why: "a directory holding another root's .distributor.* files, which --force keeps",
-      unsafe: false,
-    }));
+  // a planned file there could never be written. Anything else in the way goes.
+  const kept: Blocker[] = [];
+  for (const { path } of input.outputs) {
+    const blocker = structuralBlocker(view, path);
+    if (blocker?.nestedRoot) kept.push(blocker);
+  }
   if (kept.length > 0) return blockedPlan(input, kept);
   const plan = _fresh(input, "force_replace rewrites everything");
   // A state path that is a directory goes with its content (the executor then
