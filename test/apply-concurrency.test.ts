@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { applyPlan } from "../src/execution/apply-plan.js";
+import { FS_WRITE_CONCURRENCY } from "../src/storage/_fs-write-pool.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
@@ -16,8 +17,8 @@ import { scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
-/** More than the filesystem's writeConcurrency (256), so that it is reached and not exceeded. */
-const FILES = 300;
+/** More than the filesystem's writeConcurrency, so that it is reached and not exceeded. */
+const FILES = FS_WRITE_CONCURRENCY + 50;
 
 /** Publish FILES files through a driver whose `writeConcurrency` is `limit`; the most writes seen at once. */
 async function mostWritesAtOnce(limit: number | undefined): Promise<number> {

@@ -7,8 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -17,7 +16,7 @@ import { sha256Hex } from "../src/hashing.js";
 import type { PackedEntries } from "../src/storage/_fs-walk.js";
 import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
 import { rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
-import { REPO_ROOT } from "./helpers/fixtures.js";
+import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
 
 const BUNDLE = path.join(REPO_ROOT, "dist/cli");
 
@@ -45,11 +44,9 @@ async function askWorker(entry: string, message: unknown): Promise<unknown> {
 describe("the CLI bundle (dist/cli)", () => {
   let dir: string;
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), "distributor-bundle-"));
+    dir = await tempDir("distributor-bundle-");
   });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(cleanupTempDirs);
 
   it("has every module it starts by URL next to the code that starts it", () => {
     const named = new Set<string>();
