@@ -95,10 +95,16 @@ export function stopIdleHelpers(): void {
   for (const helper of [...helpers]) if (!helper.busy) retire(helper);
 }
 
-/** Whether a started helper thread is waiting for a job (one costs nothing to start). */
+/** How many started helper threads are waiting for a job (they cost nothing to start). */
+export function idleHelperCount(): number {
+  let idleCount = 0;
+  for (const helper of helpers) if (!helper.busy) idleCount++;
+  return idleCount;
+}
+
+/** Whether a started helper thread is waiting for a job. */
 export function hasIdleHelper(): boolean {
-  for (const helper of helpers) if (!helper.busy) return true;
-  return false;
+  return idleHelperCount() > 0;
 }
 
 function claimHelper(): Helper | null {

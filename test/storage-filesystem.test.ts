@@ -27,7 +27,7 @@ import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
-import { helperCounts } from "../src/threads.js";
+import { helperCounts, stopIdleHelpers } from "../src/threads.js";
 import { describeStorageConformance, rejectsWithCode } from "./storage-conformance.js";
 
 interface Sandbox {
@@ -168,6 +168,21 @@ describe("filesystem driver: construction and listing", () => {
       const before = helperCounts.onThreads;
       assert.deepEqual(await driver.list({ busyHere: true }), here);
       assert.ok(helperCounts.onThreads > before, "the shares were listed on helper threads");
+    }),
+  );
+
+  it(
+    "a listing on other threads uses the idle helpers, and starts one only when none is idle",
+    sandboxed(async ({ driver }) => {
+      for (let i = 0; i < 40; i++) await driver.write(`d${i}/f.txt`, bytes(`${i}`));
+      stopIdleHelpers();
+      const before = { ...helperCounts };
+      const listing = await driver.list({ busyHere: true });
+      assert.equal(listing.length, 40);
+      assert.equal(helperCounts.started - before.started, 1, "one started when none was idle");
+      assert.deepEqual(await driver.list({ busyHere: true }), listing);
+      assert.equal(helperCounts.started - before.started, 1, "the idle one was used again");
+      assert.equal(helperCounts.onThreads - before.onThreads, 2);
     }),
   );
 

@@ -1,9 +1,10 @@
 /**
- * Spreads the per-file checks of a bundle over worker threads. Verification is
- * CPU work (SHA-256) plus four system calls per file; on the main thread it used
- * one core, and per-file promises cost more than the hashing on 100,000 small
- * files. Workers check their shards synchronously, so both cores hash and no
- * file costs a trip through libuv's thread pool.
+ * Spreads the per-file checks of a bundle over helper threads and the calling
+ * thread. Verification is CPU work (SHA-256) plus four system calls per file;
+ * on the main thread alone it used one core, and per-file promises cost more
+ * than the hashing on 100,000 small files. Every thread checks its shard
+ * synchronously, so all cores hash and no file costs a trip through libuv's
+ * thread pool.
  */
 import { availableParallelism } from "node:os";
 import { onHelperOrHere, startHelpers } from "../threads.js";
@@ -27,21 +28,30 @@ const MAX_WORKERS = 4;
 const PER_FILE_COST = 32 * 1024;
 
 export interface CheckOptions {
-  /** Worker threads to use; 0 checks on the calling thread. Default: by bundle size. */
+  /**
+   * Helper threads to use besides the calling thread; 0 checks everything on
+   * the calling thread. Default: by bundle size (see defaultWorkers).
+   */
   workers?: number;
 }
 
 /**
- * One worker per core, less one when the calling thread has its own work
- * meanwhile (rendering Markdown): measured on M, a third thread competing for
- * two cores made verification plus rendering slower (1.1-1.2 s vs 1.0-1.07 s).
+ * Helper threads for a bundle this large: one per core but one, as the calling
+ * thread checks a shard too (or renders Markdown meanwhile, `busyHere`). A
+ * third thread competing for two cores made verification plus rendering
+ * slower (M: 1.1-1.2 s vs 1.0-1.07 s), and a second helper instead of the
+ * calling thread cost an unchanged rerun of M about 0.1 s of CPU to start
+ * (docs/performance.md, item 34). At most MAX_WORKERS.
  */
-function defaultWorkers(files: readonly FileToCheck[], busyHere: boolean): number {
+function helpersFor(cores: number): number {
+  return Math.max(0, Math.min(cores - 1, MAX_WORKERS));
+}
+
+function defaultWorkers(files: readonly FileToCheck[]): number {
   let bytes = 0;
   for (const file of files) bytes += file.size;
   if (files.length <= IN_THREAD_MAX_FILES && bytes <= IN_THREAD_MAX_BYTES) return 0;
-  const cores = availableParallelism();
-  return Math.max(1, Math.min(busyHere ? cores - 1 : cores, MAX_WORKERS));
+  return helpersFor(availableParallelism());
 }
 
 const VERIFY_JOB = new URL("./_verify-job.js", import.meta.url);
@@ -53,7 +63,7 @@ const VERIFY_JOB = new URL("./_verify-job.js", import.meta.url);
  * than it allows are started (none for 0).
  */
 export function prestartChecks(workers?: number): void {
-  const count = Math.min(availableParallelism(), MAX_WORKERS, workers ?? MAX_WORKERS);
+  const count = Math.min(workers ?? helpersFor(availableParallelism()), MAX_WORKERS);
   if (count > 0) startHelpers(count, VERIFY_JOB);
 }
 
@@ -94,24 +104,26 @@ function checkInWorker(input: ShardInput): Promise<(string | null)[]> {
 }
 
 /**
- * Problems of `files` (null = good), in the order of `files`. Worker threads
- * start before this returns its promise; `busyHere` says the caller has other
- * work for this thread meanwhile.
+ * Problems of `files` (null = good), in the order of `files`. Shards go to
+ * `options.workers` helper threads (by default: by bundle size, see
+ * defaultWorkers), and one more is checked on this thread unless `busyHere`
+ * says the caller has other work for it meanwhile. Helper threads start
+ * before this returns its promise.
  */
 export async function checkFiles(
   root: string,
   files: readonly FileToCheck[],
   options: CheckOptions & { busyHere?: boolean } = {},
 ): Promise<(string | null)[]> {
-  const workers = Math.min(
-    options.workers ?? defaultWorkers(files, options.busyHere ?? false),
-    files.length,
-  );
-  if (workers <= 0) return new FileChecker(root).checkAll(files);
-  const shards = shardsOf(files, workers);
-  const results = await Promise.all(
-    shards.map((shard) => checkInWorker({ root, files: shard.files })),
-  );
+  const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
+  if (helpers <= 0) return new FileChecker(root).checkAll(files);
+  const shards = shardsOf(files, Math.min(helpers + (options.busyHere ? 0 : 1), files.length));
+  // Handed out before this thread checks its own shard, which blocks it.
+  const onHelpers = shards
+    .slice(0, helpers)
+    .map((shard) => checkInWorker({ root, files: shard.files }));
+  const here = shards.slice(helpers).map((shard) => new FileChecker(root).checkAll(shard.files));
+  const results = [...(await Promise.all(onHelpers)), ...here];
   const problems = new Array<string | null>(files.length);
   shards.forEach((shard, s) => {
     const shardProblems = results[s] as (string | null)[];
