@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import {
+  createRenderer,
   headingSlug,
   isSafeUrl,
   type RenderMarkdownOptions,
@@ -111,6 +112,75 @@ describe("renderMarkdownToHtml markdown", () => {
     assert.match(html, /<a href="http:\/\/www.example.org">www.example.org<\/a>/);
     assert.match(html, /<a href="mailto:me@example.com">me@example.com<\/a>/);
     assert.match(html, / and report.md<\/p>/);
+  });
+
+  test("the link pretest: narrowing it changes no output", () => {
+    // Pieces that make or almost make a link, in any case, escaped, encoded,
+    // inside markup, or split across lines and table cells.
+    const pieces = [
+      "https://example.com/a",
+      "HTTP://EXAMPLE.ORG",
+      "Ftp://files.test/x",
+      "//cdn.test/lib",
+      "mailto:me@example.com",
+      "MAILTO:a@b.co",
+      "www.example.org",
+      "WwW.Example.Org/p?q=1",
+      "www.",
+      "me@example.com",
+      "a@b",
+      "@",
+      ":",
+      "//",
+      "/",
+      "report.md",
+      "example.com",
+      "localhost:8080",
+      "1.2.3.4",
+      "me&#64;example.com",
+      "http&#58;//x.test",
+      "me\\@x.test",
+      "www\\.x.test",
+      "<https://angle.test>",
+      "[t](https://link.test)",
+      "`www.code.test`",
+      "*www.em.test*",
+      "_me@em.test_",
+      "javascript:alert(1)",
+      "ｈｔｔｐ：／／wide.test",
+      "me＠wide.test",
+      "Note:",
+      "word",
+      "word.",
+      "\n",
+      "\n\n",
+      " | ",
+      "\n| a | b |\n|---|---|\n| ",
+      "# ",
+      "- ",
+      "> ",
+      "<b>www.html.test</b>",
+      '<a href="x">a@b.test</a>',
+    ];
+    let seed = 20261130;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (const allowHtml of [false, true]) {
+      const narrowed = createRenderer(allowHtml);
+      const reference = createRenderer(allowHtml, false);
+      let links = 0;
+      for (let i = 0; i < 3000; i++) {
+        let text = "";
+        for (let k = 1 + next(8); k > 0; k--)
+          text += `${pieces[next(pieces.length)]}${next(3) ? " " : ""}`;
+        const html = narrowed.render(text);
+        assert.equal(html, reference.render(text), `input: ${JSON.stringify(text)}`);
+        if (html.includes("<a href")) links++;
+      }
+      assert.ok(links > 500, `the inputs make links (${links})`);
+    }
   });
 
   test("raw HTML is escaped by default", () => {

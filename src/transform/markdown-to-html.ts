@@ -68,6 +68,30 @@ function linkifyWww(md: MarkdownIt): void {
   });
 }
 
+/**
+ * What a block's text must contain for linkify-it to find a link in it with
+ * this renderer's settings: a scheme's colon (`http:`, `https:`, `ftp:`,
+ * `mailto:`), `//` (protocol-relative links), `www.` (the schema added
+ * above, any case) or an email's `@`. Fuzzy links, which need none of them,
+ * are off.
+ */
+const MAY_HOLD_LINK = /[:@]|\/\/|www\./i;
+
+/**
+ * Put that check before linkify-it's own pretest, which markdown-it runs on
+ * every paragraph, heading and table cell. The pretest also looks for host
+ * names such as `report.md` (fuzzy links, which are off here), so it passes
+ * on most prose and the slower full test runs on every text of it: on the
+ * benchmark's 1,000 documents the pretest passed 14,746 blocks, this check
+ * 4,278, and rendering took 0.47-0.58 s instead of 0.56-0.66 s (six cold
+ * processes each). The check only skips blocks in which no link can be
+ * found, so the output is the same (test: "the link pretest").
+ */
+function narrowLinkPretest(md: MarkdownIt): void {
+  const pretest = md.linkify.pretest.bind(md.linkify);
+  md.linkify.pretest = (text) => MAY_HOLD_LINK.test(text) && pretest(text);
+}
+
 /** GitHub-style heading slug: lowercase, punctuation dropped, spaces become hyphens. */
 export function headingSlug(text: string): string {
   return text
@@ -100,11 +124,16 @@ function headingIds(md: MarkdownIt): void {
  */
 let MarkdownItClass: typeof MarkdownIt | undefined;
 
-function createRenderer(allowHtml: boolean): MarkdownIt {
+/**
+ * A markdown-it instance set up as this transform renders. Exported for the
+ * test that compares it with one whose link pretest is not narrowed.
+ */
+export function createRenderer(allowHtml: boolean, narrowPretest = true): MarkdownIt {
   MarkdownItClass ??= createRequire(import.meta.url)("markdown-it") as typeof MarkdownIt;
   const md = new MarkdownItClass("commonmark", { html: allowHtml, linkify: true });
   md.enable(["table", "strikethrough", "linkify"]);
   linkifyWww(md);
+  if (narrowPretest) narrowLinkPretest(md);
   headingIds(md);
   md.validateLink = isSafeUrl;
   md.renderer.rules.link_open = (tokens, idx, options, env: RenderEnv, self) => {
