@@ -21,6 +21,8 @@ export function derivedHtmlPath(manifestPath: string): string {
 }
 
 function decodePath(encoded: string): string | undefined {
+  // Without a "%" there is nothing to decode (and nothing to fail on).
+  if (!encoded.includes("%")) return encoded;
   try {
     return decodeURIComponent(encoded);
   } catch {
@@ -28,9 +30,13 @@ function decodePath(encoded: string): string | undefined {
   }
 }
 
-/** The manifest path a relative link from `fromPath` points at, or undefined when it leaves the bundle. */
-function resolveInBundle(fromPath: string, linkPath: string): string | undefined {
-  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(fromPath), linkPath));
+/**
+ * The manifest path a relative link from a document in folder `fromDir`
+ * points at, or undefined when it leaves the bundle. `path.posix.join`
+ * normalizes what it joins.
+ */
+function resolveInBundle(fromDir: string, linkPath: string): string | undefined {
+  const resolved = path.posix.join(fromDir, linkPath);
   if (resolved === ".." || resolved.startsWith("../") || resolved.startsWith("/")) return undefined;
   return resolved;
 }
@@ -47,6 +53,7 @@ export function createLinkRewriter(
   fromPath: string,
   transformed: ReadonlyMap<string, string>,
 ): (href: string) => string | undefined {
+  const fromDir = path.posix.dirname(fromPath);
   return (href) => {
     if (SCHEME.test(href) || href.startsWith("/")) return undefined;
     const cut = href.search(/[?#]/);
@@ -54,12 +61,12 @@ export function createLinkRewriter(
     const suffix = cut < 0 ? "" : href.slice(cut);
     const decoded = linkPath === "" ? undefined : decodePath(linkPath);
     if (decoded === undefined) return undefined;
-    const target = resolveInBundle(fromPath, decoded);
+    const target = resolveInBundle(fromDir, decoded);
     const output = target === undefined ? undefined : transformed.get(target);
     if (output === undefined) return undefined;
     const rewritten = derivedHtmlPath(linkPath);
     // The extension was percent-encoded in the href: the mirrored edit would miss it.
-    if (resolveInBundle(fromPath, decodePath(rewritten) ?? "") !== output) return undefined;
+    if (resolveInBundle(fromDir, decodePath(rewritten) ?? "") !== output) return undefined;
     return rewritten + suffix;
   };
 }

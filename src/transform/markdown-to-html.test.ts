@@ -93,6 +93,13 @@ describe("renderMarkdownToHtml document", () => {
         error.paths[0] === "docs/legacy.md",
     );
   });
+
+  test("a document cut inside a character fails alone; the next one starts afresh", () => {
+    // One decoder serves every render: nothing of a failed input may carry over.
+    const cut = Buffer.concat([Buffer.from("# Caf"), Buffer.from([0xc3])]);
+    assert.throws(() => render(cut), DistributorError);
+    assert.equal(title(render("# Next\n")), "Next");
+  });
 });
 
 describe("renderMarkdownToHtml markdown", () => {

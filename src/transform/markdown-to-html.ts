@@ -192,10 +192,14 @@ function escapeHtml(text: string): string {
     .replace(/"/g, "&quot;");
 }
 
+// One of each for every render: decode() without `stream` starts afresh each call.
+// The decoder drops a leading BOM by default (ignoreBOM: false).
+const UTF8_DECODER = new TextDecoder("utf-8", { fatal: true });
+const UTF8_ENCODER = new TextEncoder();
+
 function decodeUtf8(input: Uint8Array, fileName: string): string {
   try {
-    // TextDecoder drops a leading BOM by default (ignoreBOM: false).
-    return new TextDecoder("utf-8", { fatal: true }).decode(input);
+    return UTF8_DECODER.decode(input);
   } catch (cause) {
     throw new DistributorError(
       "transform_failed",
@@ -240,5 +244,5 @@ export function renderMarkdownToHtml(
     "</html>",
     "",
   ].join("\n");
-  return new TextEncoder().encode(html);
+  return UTF8_ENCODER.encode(html);
 }
