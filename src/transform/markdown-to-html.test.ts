@@ -274,6 +274,8 @@ describe("renderMarkdownToHtml dangerous URLs", () => {
       "java\nscript:x",
       "\u0000data:x",
       "%6Aavascript:x",
+      "javascript%3Ax",
+      "data%3atext/html,x",
       "file:///etc/passwd",
     ]) {
       assert.equal(isSafeUrl(url), false, url);

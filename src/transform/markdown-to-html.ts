@@ -40,6 +40,9 @@ const FORBIDDEN_SCHEME = /^(javascript|vbscript|data|file):/;
 
 /** False for URLs that would run code or embed content: javascript:, vbscript:, data:, file:. */
 export function isSafeUrl(url: string): boolean {
+  // A scheme needs a colon, written or percent-encoded: most links (relative
+  // ones) have neither and need no further look.
+  if (!url.includes(":") && !url.includes("%")) return true;
   const squeezed = url.replace(IGNORED_IN_SCHEME, "").toLowerCase();
   if (FORBIDDEN_SCHEME.test(squeezed)) return false;
   let decoded = squeezed;
