@@ -27,7 +27,7 @@ import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
-import { helperCounts, stopIdleHelpers } from "../src/threads.js";
+import { helperCounts, startHelpers, stopIdleHelpers } from "../src/threads.js";
 import { describeStorageConformance, rejectsWithCode } from "./storage-conformance.js";
 
 interface Sandbox {
@@ -183,6 +183,13 @@ describe("filesystem driver: construction and listing", () => {
       assert.deepEqual(await driver.list({ busyHere: true }), listing);
       assert.equal(helperCounts.started - before.started, 1, "the idle one was used again");
       assert.equal(helperCounts.onThreads - before.onThreads, 2);
+      // With three idle, all three list a share, and none is started.
+      startHelpers(3, new URL("../src/storage/_fs-walk-job.js", import.meta.url));
+      assert.equal(helperCounts.started - before.started, 3, "two more started for the test");
+      const three = { ...helperCounts };
+      assert.deepEqual(await driver.list({ busyHere: true }), listing);
+      assert.equal(helperCounts.started - three.started, 0, "none started by the listing");
+      assert.equal(helperCounts.onThreads - three.onThreads, 3);
     }),
   );
 

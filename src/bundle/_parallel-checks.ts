@@ -7,6 +7,7 @@
  * thread pool.
  */
 import { availableParallelism } from "node:os";
+import { setImmediate } from "node:timers/promises";
 import { onHelperOrHere, startHelpers } from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
 
@@ -26,6 +27,10 @@ const IN_THREAD_MAX_BYTES = 16 * 1024 * 1024;
 const MAX_WORKERS = 4;
 /** Balancing weight of a file's open/fstat/close, in bytes of hashing. */
 const PER_FILE_COST = 32 * 1024;
+/** Larger files are checked on helpers only (about 40 ms of hashing; see shardsOf). */
+const HERE_MAX_FILE_BYTES = 64 * 1024 * 1024;
+/** How long the calling thread checks files before it lets its event loop run. */
+const HERE_YIELD_MS = 20;
 
 export interface CheckOptions {
   /**
@@ -67,22 +72,61 @@ export function prestartChecks(workers?: number): void {
   if (count > 0) startHelpers(count, VERIFY_JOB);
 }
 
-/** Split into `count` shards of similar cost; each shard remembers the original indexes. */
-function shardsOf(files: readonly FileToCheck[], count: number) {
-  const shards = Array.from({ length: count }, () => ({
-    cost: 0,
-    files: [] as FileToCheck[],
-    indexes: [] as number[],
-  }));
+interface Shard {
+  cost: number;
+  files: FileToCheck[];
+  /** Index in the checked list of each of `files`. */
+  indexes: number[];
+}
+
+/**
+ * Split into one shard per helper of similar cost, plus one for the calling
+ * thread when `withHere` (the last). Files above HERE_MAX_FILE_BYTES never go
+ * to the calling thread's shard: it yields to its event loop between files
+ * (see checkHere), and hashing one of them would hold it up for longer.
+ */
+export function shardsOf(
+  files: readonly FileToCheck[],
+  helpers: number,
+  withHere: boolean,
+): { onHelpers: Shard[]; here: Shard } {
+  const newShard = (): Shard => ({ cost: 0, files: [], indexes: [] });
+  const onHelpers = Array.from({ length: helpers }, newShard);
+  const here = newShard();
+  const all = withHere ? [...onHelpers, here] : onHelpers;
   files.forEach((file, index) => {
-    let cheapest = shards[0] as (typeof shards)[number];
-    for (const shard of shards) if (shard.cost < cheapest.cost) cheapest = shard;
+    const candidates = file.size > HERE_MAX_FILE_BYTES ? onHelpers : all;
+    let cheapest = candidates[0] as Shard;
+    for (const shard of candidates) if (shard.cost < cheapest.cost) cheapest = shard;
     cheapest.cost += file.size + PER_FILE_COST;
     // Only the fields the check needs cross the thread boundary.
     cheapest.files.push({ path: file.path, size: file.size, sha256: file.sha256 });
     cheapest.indexes.push(index);
   });
-  return shards.filter((shard) => shard.files.length > 0);
+  return { onHelpers: onHelpers.filter((shard) => shard.files.length > 0), here };
+}
+
+/**
+ * Check a shard on the calling thread, letting its event loop run every few
+ * milliseconds: a signal (Ctrl-C) is handled there, and a large bundle's
+ * share takes seconds.
+ */
+export async function checkHere(
+  root: string,
+  files: readonly FileToCheck[],
+  yieldEveryMs = HERE_YIELD_MS,
+): Promise<(string | null)[]> {
+  const checker = new FileChecker(root);
+  const problems: (string | null)[] = [];
+  let since = performance.now();
+  for (const file of files) {
+    problems.push(checker.check(file));
+    if (performance.now() - since >= yieldEveryMs) {
+      await setImmediate();
+      since = performance.now();
+    }
+  }
+  return problems;
 }
 
 /**
@@ -115,17 +159,22 @@ export async function checkFiles(
   files: readonly FileToCheck[],
   options: CheckOptions & { busyHere?: boolean } = {},
 ): Promise<(string | null)[]> {
-  const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
+  const withHere = !options.busyHere;
+  // By default, no more helpers than leave this thread a file of its own (at
+  // least one helper: a single file of a bundle this large is a large one).
+  const helpers = Math.min(
+    options.workers ??
+      Math.min(defaultWorkers(files), Math.max(1, files.length - (withHere ? 1 : 0))),
+    files.length,
+  );
   if (helpers <= 0) return new FileChecker(root).checkAll(files);
-  const shards = shardsOf(files, Math.min(helpers + (options.busyHere ? 0 : 1), files.length));
-  // Handed out before this thread checks its own shard, which blocks it.
-  const onHelpers = shards
-    .slice(0, helpers)
-    .map((shard) => checkInWorker({ root, files: shard.files }));
-  const here = shards.slice(helpers).map((shard) => new FileChecker(root).checkAll(shard.files));
-  const results = [...(await Promise.all(onHelpers)), ...here];
+  const { onHelpers, here } = shardsOf(files, helpers, withHere);
+  // Handed out before this thread checks its own shard.
+  const sent = Promise.all(onHelpers.map((shard) => checkInWorker({ root, files: shard.files })));
+  const hereProblems = await checkHere(root, here.files);
+  const results = [...(await sent), hereProblems];
   const problems = new Array<string | null>(files.length);
-  shards.forEach((shard, s) => {
+  [...onHelpers, here].forEach((shard, s) => {
     const shardProblems = results[s] as (string | null)[];
     shard.indexes.forEach((index, i) => {
       problems[index] = shardProblems[i] as string | null;

@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { setImmediate } from "node:timers/promises";
+import type { FileToCheck } from "./_file-checks.js";
+import { checkHere, shardsOf } from "./_parallel-checks.js";
+import { writeTestBundle } from "./testing.js";
+
+const MB = 1024 * 1024;
+const listed = (name: string, size: number): FileToCheck => ({
+  path: name,
+  size,
+  sha256: `sha256:${"0".repeat(64)}`,
+});
+
+describe("shardsOf", () => {
+  test("files above 64 MiB go to helpers only; the rest is split by cost", () => {
+    const files = [
+      listed("big-1", 100 * MB),
+      listed("big-2", 80 * MB),
+      ...Array.from({ length: 40 }, (_, i) => listed(`small-${i}`, MB)),
+    ];
+    const { onHelpers, here } = shardsOf(files, 1, true);
+    assert.equal(onHelpers.length, 1);
+    assert.ok(
+      here.files.every((file) => file.size <= 64 * MB),
+      "no large file here",
+    );
+    assert.deepEqual(
+      onHelpers[0]?.files.filter((file) => file.size > MB).map((file) => file.path),
+      ["big-1", "big-2"],
+    );
+    // Every file exactly once, with its index in the list.
+    const indexes = [...(onHelpers[0]?.indexes ?? []), ...here.indexes].sort((a, b) => a - b);
+    assert.deepEqual(
+      indexes,
+      files.map((_, i) => i),
+    );
+    for (const shard of [...onHelpers, here]) {
+      shard.indexes.forEach((index, i) => {
+        assert.equal(shard.files[i]?.path, files[index]?.path);
+      });
+    }
+  });
+
+  test("small files are shared out evenly, this thread taking one share", () => {
+    const files = Array.from({ length: 30 }, (_, i) => listed(`f-${i}`, 1000));
+    const { onHelpers, here } = shardsOf(files, 2, true);
+    assert.deepEqual(
+      [...onHelpers.map((shard) => shard.files.length), here.files.length],
+      [10, 10, 10],
+    );
+  });
+
+  test("busy elsewhere (withHere false): every file goes to a helper", () => {
+    const files = Array.from({ length: 5 }, (_, i) => listed(`f-${i}`, 1000));
+    const { onHelpers, here } = shardsOf(files, 2, false);
+    assert.equal(here.files.length, 0);
+    assert.equal(
+      onHelpers.reduce((n, shard) => n + shard.files.length, 0),
+      5,
+    );
+  });
+});
+
+describe("checkHere", () => {
+  test("checks in order and lets the event loop run between files", async () => {
+    const contents: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) contents[`f-${i}.txt`] = `file ${i}`;
+    const dir = await writeTestBundle(contents);
+    const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as {
+      files: FileToCheck[];
+    };
+    const files = manifest.files.map((file, i) =>
+      i === 3 ? { ...file, sha256: `sha256:${"0".repeat(64)}` } : file,
+    );
+    let turns = 0;
+    let counting = true;
+    void (async () => {
+      while (counting) {
+        await setImmediate();
+        turns++;
+      }
+    })();
+    const problems = await checkHere(dir, files, 0);
+    counting = false;
+    assert.equal(problems.length, 20);
+    assert.match(problems[3] ?? "", /sha256 mismatch/);
+    assert.deepEqual(
+      problems.filter((problem) => problem !== null),
+      [problems[3]],
+    );
+    assert.ok(turns >= 10, `the event loop ran ${turns} times during the checks`);
+  });
+});
