@@ -4,7 +4,7 @@
  * in verify.ts.
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import { DistributorError } from "../errors.js";
 import { SHA256_DIGEST, sha256Digest } from "../hashing.js";
 import type { ManifestFile, SourceIdentity } from "../model.js";

@@ -5,7 +5,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { z } from "zod";
+import * as z from "zod";
 import { configSchema } from "./schema.js";
 
 /** Where the generated schema is committed, relative to this module (src/ or dist/src/). */

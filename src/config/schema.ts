@@ -4,7 +4,7 @@
  * descriptions double as the editor hover text of `schema/distributor.schema.json`,
  * so they are written for the person editing the file.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { cleanPathProblem } from "../paths.js";
 
 /** Pipeline and destination ids: slug-like, 1–64 characters. */
