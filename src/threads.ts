@@ -182,3 +182,20 @@ export function onHelperOrHere<T>(
     return result;
   });
 }
+
+/**
+ * Indexes 0, 1, 2, ... handed out once each to whichever thread asks first:
+ * the calling thread and helpers share one list of work this way, without a
+ * message per item. It lives in shared memory, so a helper is sent it as is.
+ */
+export type WorkClaims = Int32Array<SharedArrayBuffer>;
+
+export function newWorkClaims(): WorkClaims {
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** The next unclaimed index below `count`, now claimed; undefined when none is left. */
+export function claimNext(claims: WorkClaims, count: number): number | undefined {
+  const index = Atomics.add(claims, 0, 1);
+  return index < count ? index : undefined;
+}

@@ -10,10 +10,17 @@
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
+import { setImmediate } from "node:timers/promises";
 import { mapLimit } from "../concurrency.js";
 import { errnoCode } from "../errors.js";
 import { compareUtf8 } from "../paths.js";
-import { idleHelperCount, onHelperOrHere } from "../threads.js";
+import {
+  claimNext,
+  idleHelperCount,
+  newWorkClaims,
+  onHelperOrHere,
+  type WorkClaims,
+} from "../threads.js";
 import { storageError } from "./_fs-paths.js";
 import type { StorageEntry } from "./driver.js";
 
@@ -50,27 +57,90 @@ export interface WalkShare {
   root: string;
   leaves: string[];
   dirs: string[];
+  /**
+   * When set, `dirs` then `leaves` are one list shared by several threads:
+   * each takes the next item nobody has claimed yet (a directory's whole
+   * subtree, or one top-level file), until none is left.
+   */
+  claims?: WorkClaims;
 }
 
-/** A share of the walk, synchronous from start to end, sorted: blocking costs nothing on a helper thread. */
-export function walkShareSync({ root, leaves, dirs }: WalkShare): StorageEntry[] {
-  const entries: StorageEntry[] = [];
-  for (const relPath of leaves) {
-    const entry = statLeaf(root, relPath);
-    if (entry !== null) entries.push(entry);
-  }
+/** A share's entries, sorted, and the indexes of the shared items it did (dirs first, then leaves). */
+export interface WalkPart {
+  entries: StorageEntry[];
+  done: number[];
+}
+
+/** Every non-directory under the directories `dirs`, appended to `entries`. */
+function walkDirsSync(root: string, dirs: readonly string[], entries: StorageEntry[]): void {
   let level = dirs;
   while (level.length > 0) {
     const listings = level.map((dir) => readDirectorySync(root, dir));
     for (const listing of listings) for (const entry of listing.entries) entries.push(entry);
     level = listings.flatMap((listing) => listing.dirs);
   }
-  return sortByUtf8Path(entries);
 }
 
+/** Walk shared item `index` of `share` (see WalkShare.claims) into `entries`. */
+function walkItemSync(share: WalkShare, index: number, entries: StorageEntry[]): void {
+  const { root, leaves, dirs } = share;
+  if (index < dirs.length) {
+    walkDirsSync(root, [dirs[index] as string], entries);
+    return;
+  }
+  const entry = statLeaf(root, leaves[index - dirs.length] as string);
+  if (entry !== null) entries.push(entry);
+}
+
+/** A share of the walk, synchronous from start to end, sorted: blocking costs nothing on a helper thread. */
+export function walkShareSync(share: WalkShare): WalkPart {
+  const { root, leaves, dirs, claims } = share;
+  const entries: StorageEntry[] = [];
+  const done: number[] = [];
+  if (claims === undefined) {
+    for (const relPath of leaves) {
+      const entry = statLeaf(root, relPath);
+      if (entry !== null) entries.push(entry);
+    }
+    walkDirsSync(root, dirs, entries);
+  } else {
+    const count = dirs.length + leaves.length;
+    for (let index = claimNext(claims, count); index !== undefined; ) {
+      walkItemSync(share, index, entries);
+      done.push(index);
+      index = claimNext(claims, count);
+    }
+  }
+  return { entries: sortByUtf8Path(entries), done };
+}
+
+/**
+ * This thread's part of a shared walk: the items the helpers have not
+ * claimed yet, letting the event loop run every few milliseconds.
+ */
+async function walkClaimedHere(share: WalkShare & { claims: WorkClaims }): Promise<WalkPart> {
+  const entries: StorageEntry[] = [];
+  const done: number[] = [];
+  const count = share.dirs.length + share.leaves.length;
+  let since = performance.now();
+  for (let index = claimNext(share.claims, count); index !== undefined; ) {
+    walkItemSync(share, index, entries);
+    done.push(index);
+    if (performance.now() - since >= YIELD_EVERY_MS) {
+      await setImmediate();
+      since = performance.now();
+    }
+    index = claimNext(share.claims, count);
+  }
+  return { entries: sortByUtf8Path(entries), done };
+}
+
+/** How long this thread walks before it lets its event loop run. */
+const YIELD_EVERY_MS = 20;
+
 const MAX_HELPERS = 4;
-/** Directories per helper thread before the walk is shared out. */
-const DIRS_PER_HELPER = 8;
+/** Directories per thread at the top of a shared walk: small shares even out. */
+const DIRS_PER_THREAD = 8;
 
 /**
  * The top of the tree, read here with readdir alone (no lstat): level by
@@ -100,9 +170,13 @@ function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: str
 /**
  * The walk on helper threads, for a caller that has CPU work of its own
  * meanwhile (parsing a large state): the lstats are kernel work that the
- * other cores can do in parallel. The top of the tree is read here and dealt
- * out; each helper lists and sorts its share, and the shares are merged. See
- * onHelperOrHere for what happens when a helper fails.
+ * other cores can do in parallel. The top of the tree is read here; the
+ * helpers take its directories one at a time from a shared list, and once
+ * the caller's synchronous work is done (at the next turn of the event loop)
+ * this thread takes from the same list too, so the walk ends on every thread
+ * at about the same time. Each part is sorted, and the parts are merged. A
+ * helper that fails (see onHelperOrHere) answers nothing: its top-level files
+ * and every directory nobody answered for are then walked here.
  *
  * By default it uses the helpers already started and idle (verification
  * leaves them), or one new one: starting a thread costs 30-100 ms of CPU,
@@ -112,28 +186,39 @@ export async function walkTreeOffThread(
   root: string,
   helpers = Math.min(Math.max(1, idleHelperCount()), MAX_HELPERS),
 ): Promise<StorageEntry[]> {
-  const top = splitTop(root, helpers * DIRS_PER_HELPER);
-  const shares: WalkShare[] = Array.from({ length: helpers }, () => ({
-    root,
-    leaves: [],
-    dirs: [],
-  }));
-  for (const [i, leaf] of top.leaves.entries())
-    (shares[i % helpers] as WalkShare).leaves.push(leaf);
-  for (const [i, dir] of top.dirs.entries()) (shares[i % helpers] as WalkShare).dirs.push(dir);
-  // An empty share (a small or missing root) would start a thread for nothing.
-  const work = shares.filter((share) => share.leaves.length > 0 || share.dirs.length > 0);
-  const parts = await Promise.all(
-    work.map((share) =>
-      onHelperOrHere(
-        WALK_JOB,
-        share,
-        (message) => unpackEntries(message as PackedEntries),
-        () => walkShareSync(share),
-      ),
+  const { leaves, dirs } = splitTop(root, (helpers + 1) * DIRS_PER_THREAD);
+  const shared = { root, leaves, dirs, claims: newWorkClaims() };
+  const count = dirs.length + leaves.length;
+  // A small or missing root would start threads for nothing.
+  const answers = Array.from({ length: count > 0 ? helpers : 0 }, () =>
+    onHelperOrHere(
+      WALK_JOB,
+      shared,
+      (message) => unpackPart(message as PackedPart, count),
+      () => null,
     ),
   );
-  return mergeSorted(parts);
+  // This thread joins in once the caller's synchronous work is done.
+  await setImmediate();
+  const here = await walkClaimedHere(shared);
+  const parts = await Promise.all(answers);
+  const redone = walkShareSync(leftOver(shared, [here, ...parts])).entries;
+  return mergeSorted([here.entries, ...parts.map((part) => part?.entries ?? []), redone]);
+}
+
+/**
+ * The items of a shared walk that no answered part did (null: a helper that
+ * failed, whose claimed items are lost with it), as a share to walk alone.
+ */
+export function leftOver(shared: WalkShare, parts: readonly (WalkPart | null)[]): WalkShare {
+  const done = new Set<number>();
+  for (const part of parts) for (const index of part?.done ?? []) done.add(index);
+  const { root, dirs, leaves } = shared;
+  return {
+    root,
+    dirs: dirs.filter((_, index) => !done.has(index)),
+    leaves: leaves.filter((_, index) => !done.has(dirs.length + index)),
+  };
 }
 
 const WALK_JOB = new URL("./_fs-walk-job.js", import.meta.url);
@@ -198,6 +283,30 @@ function unpackEntries(packed: PackedEntries): StorageEntry[] | null {
     size: sizes[index] as number,
     type: ENTRY_TYPES[types[index] as number] ?? "other",
   }));
+}
+
+/** A helper's WalkPart as sent: packed entries and the indexes of the shared items it did. */
+export interface PackedPart {
+  entries: PackedEntries;
+  done: Int32Array<ArrayBuffer>;
+}
+
+export function packPart(part: WalkPart): { packed: PackedPart; transfer: ArrayBuffer[] } {
+  const entries = packEntries(part.entries);
+  const done = Int32Array.from(part.done);
+  return {
+    packed: { entries, done },
+    transfer: [entries.sizes.buffer, entries.types.buffer, done.buffer],
+  };
+}
+
+/** The part again; null for anything that is not a whole packed part of a walk of `count` items. */
+function unpackPart(packed: PackedPart, count: number): WalkPart | null {
+  const entries = unpackEntries(packed?.entries);
+  if (entries === null || !(packed.done instanceof Int32Array)) return null;
+  const done = [...packed.done];
+  if (done.some((index) => index < 0 || index >= count)) return null;
+  return { entries, done };
 }
 
 const SURROGATE = /[\uD800-\uDFFF]/;

@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { newWorkClaims } from "../threads.js";
+import {
+  leftOver,
+  type WalkShare,
+  walkShareSync,
+  walkTree,
+  walkTreeOffThread,
+} from "./_fs-walk.js";
+
+async function tree(files: string[]): Promise<string> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "distributor-walk-"));
+  for (const file of files) {
+    await mkdir(path.dirname(path.join(root, file)), { recursive: true });
+    await writeFile(path.join(root, file), file);
+  }
+  return root;
+}
+
+describe("shared walks", () => {
+  it("a flat root, a deep one and a mixed one list as the plain walk does", async () => {
+    const flat = Array.from({ length: 300 }, (_, i) => `f${i}.txt`);
+    const deep = Array.from({ length: 60 }, (_, i) => `a/b${i % 7}/c${i % 3}/d${i}.txt`);
+    for (const files of [flat, deep, [...flat.slice(0, 50), ...deep]]) {
+      const root = await tree(files);
+      const plain = await walkTree(root);
+      assert.equal(plain.length, files.length);
+      for (const helpers of [1, 2, 3])
+        assert.deepEqual(await walkTreeOffThread(root, helpers), plain);
+    }
+  });
+
+  it("a thread takes only what the others have not claimed", async () => {
+    const root = await tree(["d0/x.txt", "d1/y.txt", "d2/z.txt", "top.txt"]);
+    const claims = newWorkClaims();
+    const share: WalkShare = { root, dirs: ["d0", "d1", "d2"], leaves: ["top.txt"], claims };
+    Atomics.store(claims, 0, 2); // another thread has d0 and d1
+    const part = walkShareSync(share);
+    assert.deepEqual(part.done, [2, 3]);
+    assert.deepEqual(
+      part.entries.map((entry) => entry.path),
+      ["d2/z.txt", "top.txt"],
+    );
+  });
+
+  it("what a failed helper claimed is left over, and nothing else", () => {
+    const shared: WalkShare = { root: "/r", dirs: ["a", "b", "c"], leaves: ["x", "y"] };
+    const here = { entries: [], done: [0, 3] };
+    const helper = { entries: [], done: [2] };
+    assert.deepEqual(leftOver(shared, [here, helper]), { root: "/r", dirs: ["b"], leaves: ["y"] });
+    assert.deepEqual(leftOver(shared, [here, null]), {
+      root: "/r",
+      dirs: ["b", "c"],
+      leaves: ["y"],
+    });
+  });
+});
