@@ -190,6 +190,18 @@ describe("skip_same", () => {
     assert.equal((await stat(path.join(s.root, "index.html"))).mtimeMs, outputMtime);
     assert.deepEqual(await listFiles(s.root), [...SITE_OUTPUTS, ".distributor.json"].sort());
   });
+
+  test("a stale temp file stays through skip_same and goes with the next run that writes", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    const stale = path.join(s.root, "data", ".distributor.tmp-left-by-a-crash");
+    await writeFile(stale, "partial");
+    assert.equal(onlyResult((await s.runJson()).json).action, "skip_same");
+    assert.equal(await exists(stale), true, "skip_same deletes nothing");
+    const v2 = await s.bundle("v2", { ...SITE_FILES, "data/new.txt": "new\n" });
+    assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "upsert_additive");
+    assert.equal(await exists(stale), false, "removed by the run that writes");
+  });
 });
 
 describe("replace_catalog", () => {

@@ -256,7 +256,9 @@ async function applyGroups(
   let stopped = false;
   for (const { group, pairs, token, listing } of plannedGroups) {
     let stateToken = token;
-    if (!stopped) await removeStaleTempFiles(group.driver, listing);
+    // skip_same writes nothing at all (SPEC §6), stale temp files' removal included.
+    const writes = pairs.some((entry) => entry.plan.action !== "skip_same");
+    if (!stopped && writes) await removeStaleTempFiles(group.driver, listing);
     for (const entry of pairs) {
       if (stopped) {
         results.push(pairResult(entry, sources, { applied: false }));
