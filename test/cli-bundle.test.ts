@@ -13,8 +13,9 @@ import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { sha256Hex } from "../src/hashing.js";
-import type { PackedEntries } from "../src/storage/_fs-walk.js";
+import type { PackedPart } from "../src/storage/_fs-walk.js";
 import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
+import { newWorkClaims } from "../src/threads.js";
 import { rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
 import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
 
@@ -108,10 +109,11 @@ describe("the CLI bundle (dist/cli)", () => {
     await writeFile(path.join(root, "two.txt"), "22");
     const answer = (await askWorker("_helper-thread.js", {
       job: pathToFileURL(path.join(BUNDLE, "_fs-walk-job.js")).href,
-      input: { root, leaves: ["two.txt"], dirs: ["sub"] },
-    })) as PackedEntries;
-    assert.deepEqual(answer.paths.split("\0"), ["sub/one.txt", "two.txt"]);
-    assert.deepEqual([...answer.sizes], [1, 2]);
+      input: { root, leaves: ["two.txt"], dirs: ["sub"], claims: newWorkClaims() },
+    })) as PackedPart;
+    assert.deepEqual(answer.entries.paths.split("\0"), ["sub/one.txt", "two.txt"]);
+    assert.deepEqual([...answer.entries.sizes], [1, 2]);
+    assert.deepEqual([...answer.done], [0, 1], "the directory, then the top-level file");
   });
 
   it("writes a batch on a bundled write worker", async () => {
