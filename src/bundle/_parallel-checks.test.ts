@@ -44,6 +44,21 @@ describe("shardsOf", () => {
     }
   });
 
+  test("large files are placed largest first, wherever they come in the list", () => {
+    const files = [
+      ...Array.from({ length: 4 }, (_, i) => listed(`small-${i}`, 1000)),
+      listed("ten-a", 10 * MB),
+      listed("ten-b", 10 * MB),
+      listed("twenty", 20 * MB),
+    ];
+    const { onHelpers, here } = shardsOf(files, 1, true);
+    const largeBytes = (files: FileToCheck[]) =>
+      files.filter((file) => file.size >= MB).reduce((sum, file) => sum + file.size, 0);
+    // In list order the twenty would join a ten: 30 MB against 10 MB.
+    assert.equal(largeBytes(onHelpers[0]?.files ?? []), 20 * MB);
+    assert.equal(largeBytes(here.files), 20 * MB);
+  });
+
   test("small files are shared out evenly, this thread taking one share", () => {
     const files = Array.from({ length: 30 }, (_, i) => listed(`f-${i}`, 1000));
     const { onHelpers, here } = shardsOf(files, 2, true);
