@@ -85,3 +85,64 @@ describe("helper threads", () => {
     );
   });
 });
+
+describe("two-ended claims", () => {
+  test("front and back together take every item once, and the back can refuse", async () => {
+    const { newTwoEndedClaims, takeBack, takeFront } = await import("./threads.js");
+    const claims = newTwoEndedClaims(7);
+    assert.equal(takeFront(claims), 0);
+    assert.equal(takeBack(claims), 6);
+    assert.equal(
+      takeBack(claims, (index) => index !== 5),
+      undefined,
+      "refused item 5",
+    );
+    assert.equal(takeFront(claims), 1);
+    assert.equal(takeBack(claims), 5);
+    const rest = [takeFront(claims), takeFront(claims), takeBack(claims), takeFront(claims)];
+    assert.deepEqual(rest, [2, 3, 4, undefined]);
+    assert.equal(takeBack(claims), undefined);
+  });
+
+  test("a helper thread at the front and this one at the back never take the same item", async () => {
+    const { Worker } = await import("node:worker_threads");
+    const { newTwoEndedClaims, takeBack } = await import("./threads.js");
+    const count = 1_000_000;
+    const claims = newTwoEndedClaims(count);
+    const url = new URL("./threads.js", import.meta.url).href;
+    const worker = new Worker(
+      `const { parentPort, workerData } = require("node:worker_threads");
+       import(${JSON.stringify(url)}).then(({ takeFront }) => {
+         parentPort.postMessage("ready");
+         const taken = [];
+         for (let i = takeFront(workerData); i !== undefined; i = takeFront(workerData)) taken.push(i);
+         parentPort.postMessage(taken);
+       });`,
+      { eval: true, workerData: claims },
+    );
+    const messages: unknown[] = [];
+    const front = new Promise<number[]>((resolve) =>
+      worker.on("message", (message) => {
+        messages.push(message);
+        if (Array.isArray(message)) resolve(message as number[]);
+      }),
+    );
+    // Start once the helper is taking, so that the two really overlap.
+    while (messages.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    const back: number[] = [];
+    for (let i = takeBack(claims); i !== undefined; i = takeBack(claims)) back.push(i);
+    const fromFront = await front;
+    await worker.terminate();
+    assert.ok(
+      fromFront.length > 0 && back.length > 0,
+      `both took some (${fromFront.length} / ${back.length})`,
+    );
+    // The front took 0..k-1 in order, the back count-1 down to k.
+    assert.deepEqual(
+      fromFront,
+      Array.from({ length: fromFront.length }, (_, i) => i),
+    );
+    assert.equal(fromFront.length + back.length, count);
+    assert.equal(back.at(-1), fromFront.length);
+  });
+});

@@ -199,3 +199,46 @@ export function claimNext(claims: WorkClaims, count: number): number | undefined
   const index = Atomics.add(claims, 0, 1);
   return index < count ? index : undefined;
 }
+
+/**
+ * Items 0 to count-1 of one list, taken from both ends: by their owner (a
+ * helper) from the front, and by another thread from the back once it has
+ * run out of work of its own. Both ends share one 64-bit word (front in the
+ * high half, back in the low half), so each take is one compare-and-swap and
+ * no item is ever taken twice.
+ */
+export type TwoEndedClaims = BigInt64Array<SharedArrayBuffer>;
+
+export function newTwoEndedClaims(count: number): TwoEndedClaims {
+  const claims = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT));
+  claims[0] = BigInt(count);
+  return claims;
+}
+
+const LOW_HALF = 0xffffffffn;
+
+/** The next item from the front, now taken; undefined when the ends have met. */
+export function takeFront(claims: TwoEndedClaims): number | undefined {
+  for (;;) {
+    const word = Atomics.load(claims, 0);
+    const front = Number(word >> 32n);
+    if (front >= Number(word & LOW_HALF)) return undefined;
+    if (Atomics.compareExchange(claims, 0, word, word + (1n << 32n)) === word) return front;
+  }
+}
+
+/**
+ * The next item from the back, now taken, if `canTake` accepts it;
+ * undefined when the ends have met or it does not.
+ */
+export function takeBack(
+  claims: TwoEndedClaims,
+  canTake: (index: number) => boolean = () => true,
+): number | undefined {
+  for (;;) {
+    const word = Atomics.load(claims, 0);
+    const back = Number(word & LOW_HALF);
+    if (Number(word >> 32n) >= back || !canTake(back - 1)) return undefined;
+    if (Atomics.compareExchange(claims, 0, word, word - 1n) === word) return back - 1;
+  }
+}

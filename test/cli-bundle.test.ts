@@ -15,7 +15,7 @@ import { Worker } from "node:worker_threads";
 import { sha256Hex } from "../src/hashing.js";
 import type { PackedPart } from "../src/storage/_fs-walk.js";
 import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
-import { newWorkClaims } from "../src/threads.js";
+import { newTwoEndedClaims, newWorkClaims, takeBack } from "../src/threads.js";
 import { rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
 import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
 
@@ -100,6 +100,25 @@ describe("the CLI bundle (dist/cli)", () => {
     assert.equal(answer[0], null);
     assert.match(String(answer[1]), /^sha256 mismatch/);
     assert.equal(answer[2], "missing");
+    // Taking from the front of a shard this thread shares: the last file is ours.
+    const claims = newTwoEndedClaims(3);
+    assert.equal(takeBack(claims), 2);
+    const shared = await askWorker("_helper-thread.js", {
+      job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
+      input: {
+        root: dir,
+        files: [
+          { path: "good.txt", size: good.length, sha256: `sha256:${sha256Hex(good)}` },
+          { path: "bad.txt", size: 27, sha256: `sha256:${"0".repeat(64)}` },
+          { path: "missing.txt", size: 1, sha256: `sha256:${"0".repeat(64)}` },
+        ],
+        claims,
+      },
+    });
+    assert.ok(Array.isArray(shared), `an answer for the front, got ${JSON.stringify(shared)}`);
+    assert.equal(shared.length, 2);
+    assert.equal(shared[0], null);
+    assert.match(String(shared[1]), /^sha256 mismatch/);
   });
 
   it("lists a folder on a bundled helper thread with the bundled walk job", async () => {

@@ -3,8 +3,9 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { setImmediate } from "node:timers/promises";
+import { newTwoEndedClaims } from "../threads.js";
 import type { FileToCheck } from "./_file-checks.js";
-import { checkHere, shardsOf } from "./_parallel-checks.js";
+import { checkHere, type SharedShard, shardProblems, shardsOf } from "./_parallel-checks.js";
 import { writeTestBundle } from "./testing.js";
 
 const MB = 1024 * 1024;
@@ -51,20 +52,22 @@ describe("shardsOf", () => {
       listed("ten-b", 10 * MB),
       listed("twenty", 20 * MB),
     ];
-    const { onHelpers, here } = shardsOf(files, 1, true);
+    const { onHelpers } = shardsOf(files, 2, false);
     const largeBytes = (files: FileToCheck[]) =>
       files.filter((file) => file.size >= MB).reduce((sum, file) => sum + file.size, 0);
     // In list order the twenty would join a ten: 30 MB against 10 MB.
-    assert.equal(largeBytes(onHelpers[0]?.files ?? []), 20 * MB);
-    assert.equal(largeBytes(here.files), 20 * MB);
+    assert.deepEqual(
+      onHelpers.map((shard) => largeBytes(shard.files)),
+      [20 * MB, 20 * MB],
+    );
   });
 
-  test("small files are shared out evenly, this thread taking one share", () => {
+  test("this thread's shard is half a helper's: it takes the helpers' last files later", () => {
     const files = Array.from({ length: 30 }, (_, i) => listed(`f-${i}`, 1000));
     const { onHelpers, here } = shardsOf(files, 2, true);
     assert.deepEqual(
       [...onHelpers.map((shard) => shard.files.length), here.files.length],
-      [10, 10, 10],
+      [12, 12, 6],
     );
   });
 
@@ -107,5 +110,61 @@ describe("checkHere", () => {
       [problems[3]],
     );
     assert.ok(turns >= 10, `the event loop ran ${turns} times during the checks`);
+  });
+});
+
+describe("shardProblems", () => {
+  async function listedBundle(count: number): Promise<{ dir: string; files: FileToCheck[] }> {
+    const contents: Record<string, string> = {};
+    for (let i = 0; i < count; i++) contents[`f-${i}.txt`] = `file ${i}`;
+    const dir = await writeTestBundle(contents);
+    const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as {
+      files: FileToCheck[];
+    };
+    // f-1 is bad: a wrong digest.
+    const files = manifest.files.map((file) =>
+      file.path === "f-1.txt" ? { ...file, sha256: `sha256:${"0".repeat(64)}` } : file,
+    );
+    return { dir, files };
+  }
+
+  test("the helper's front and this thread's back make the shard, in order", async () => {
+    const { dir, files } = await listedBundle(6);
+    const shard: SharedShard = {
+      files,
+      claims: newTwoEndedClaims(files.length),
+      answer: Promise.resolve(["front-0", "front-1", "front-2", "front-3"]),
+      taken: new Map([
+        [5, "back-5"],
+        [4, null],
+      ]),
+    };
+    assert.deepEqual(await shardProblems(dir, shard), [
+      "front-0",
+      "front-1",
+      "front-2",
+      "front-3",
+      null,
+      "back-5",
+    ]);
+  });
+
+  test("a helper that failed, or answered for too few files, has its part checked here", async () => {
+    const { dir, files } = await listedBundle(6);
+    for (const answer of [null, ["only one"]]) {
+      const shard: SharedShard = {
+        files,
+        claims: newTwoEndedClaims(files.length),
+        answer: Promise.resolve(answer),
+        taken: new Map([[5, null]]),
+      };
+      const problems = await shardProblems(dir, shard);
+      assert.equal(problems.length, 6);
+      assert.match(problems[1] ?? "", /sha256 mismatch/, "f-1 checked here");
+      assert.deepEqual(
+        problems.map((problem, i) => (i === 1 ? "bad" : problem)),
+        [null, "bad", null, null, null, null],
+      );
+    }
   });
 });

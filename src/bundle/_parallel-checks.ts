@@ -8,13 +8,21 @@
  */
 import { availableParallelism } from "node:os";
 import { setImmediate } from "node:timers/promises";
-import { onHelperOrHere, startHelpers } from "../threads.js";
+import {
+  newTwoEndedClaims,
+  onHelperOrHere,
+  startHelpers,
+  type TwoEndedClaims,
+  takeBack,
+} from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
 
 /** What one worker is sent. */
 export interface ShardInput {
   root: string;
   files: FileToCheck[];
+  /** When set, the calling thread may take files from the shard's back (see shareTail). */
+  claims?: TwoEndedClaims;
 }
 
 /**
@@ -31,6 +39,8 @@ const PER_FILE_COST = 32 * 1024;
 const LARGE_FILE_BYTES = 1024 * 1024;
 /** Larger files are checked on helpers only (about 40 ms of hashing; see shardsOf). */
 const HERE_MAX_FILE_BYTES = 64 * 1024 * 1024;
+/** The calling thread's share of the files, against a helper's 1 (see shardsOf). */
+const HERE_SHARE = 0.5;
 /** How long the calling thread checks files before it lets its event loop run. */
 const HERE_YIELD_MS = 20;
 
@@ -109,8 +119,11 @@ export function shardsOf(
   for (const index of [...large, ...small]) {
     const file = files[index] as FileToCheck;
     const candidates = file.size > HERE_MAX_FILE_BYTES ? onHelpers : all;
+    // This thread's shard counts double: it takes a helper's last files once
+    // done (see shareTails), and the helpers may still be starting.
+    const load = (shard: Shard) => (shard === here ? shard.cost / HERE_SHARE : shard.cost);
     let cheapest = candidates[0] as Shard;
-    for (const shard of candidates) if (shard.cost < cheapest.cost) cheapest = shard;
+    for (const shard of candidates) if (load(shard) < load(cheapest)) cheapest = shard;
     cheapest.cost += file.size + PER_FILE_COST;
     // Only the fields the check needs cross the thread boundary.
     cheapest.files.push({ path: file.path, size: file.size, sha256: file.sha256 });
@@ -145,20 +158,73 @@ export async function checkHere(
 /**
  * Check one shard on a helper thread. A helper that cannot start or dies
  * (thread limits, out of memory) does not fail the run: its shard is checked
- * here.
+ * here. With `input.claims` the answer covers the files the helper took from
+ * the front, the first ones in order: null when it failed.
  */
-function checkInWorker(input: ShardInput): Promise<(string | null)[]> {
+function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
   return onHelperOrHere(
     VERIFY_JOB,
     input,
-    // Anything but one answer per file is a broken worker, never "all good".
+    // Anything but one answer per file (per file taken) is a broken worker, never "all good".
     (problems) =>
-      Array.isArray(problems) && problems.length === input.files.length
+      Array.isArray(problems) &&
+      (input.claims
+        ? problems.length <= input.files.length
+        : problems.length === input.files.length)
         ? (problems as (string | null)[])
         : null,
     // A failed helper's shard is checked here, letting the event loop run.
-    () => checkHere(input.root, input.files),
+    () => (input.claims ? null : checkHere(input.root, input.files)),
   );
+}
+
+/**
+ * A helper's shard that this thread helps finish: once done with its own
+ * files, it takes the helper's last ones (up to HERE_MAX_FILE_BYTES each).
+ */
+export interface SharedShard {
+  files: FileToCheck[];
+  claims: TwoEndedClaims;
+  answer: Promise<(string | null)[] | null>;
+  /** Problems of the files taken here from the back, by index in `files`. */
+  taken: Map<number, string | null>;
+}
+
+/** Take files from the back of each shard until its helper and this thread meet. */
+async function shareTails(root: string, shards: readonly SharedShard[]): Promise<void> {
+  const checker = new FileChecker(root);
+  let since = performance.now();
+  for (const shard of shards) {
+    const canTake = (index: number) =>
+      (shard.files[index] as FileToCheck).size <= HERE_MAX_FILE_BYTES;
+    for (let index = takeBack(shard.claims, canTake); index !== undefined; ) {
+      shard.taken.set(index, checker.check(shard.files[index] as FileToCheck));
+      if (performance.now() - since >= HERE_YIELD_MS) {
+        await setImmediate();
+        since = performance.now();
+      }
+      index = takeBack(shard.claims, canTake);
+    }
+  }
+}
+
+/**
+ * A shared shard's problems in order: the helper's answer for the front, this
+ * thread's for the back. When the helper failed, or its answer and the back
+ * do not add up to the shard, whatever this thread did not take is checked
+ * here again.
+ */
+export async function shardProblems(root: string, shard: SharedShard): Promise<(string | null)[]> {
+  const { files, taken } = shard;
+  let front = await shard.answer;
+  if (front === null || front.length + taken.size !== files.length) {
+    front = await checkHere(root, files.slice(0, files.length - taken.size));
+  }
+  const problems = [...front];
+  for (let index = front.length; index < files.length; index++) {
+    problems.push(taken.get(index) ?? null);
+  }
+  return problems;
 }
 
 /**
@@ -183,12 +249,26 @@ export async function checkFiles(
   );
   if (helpers <= 0) return new FileChecker(root).checkAll(files);
   const { onHelpers, here } = shardsOf(files, helpers, withHere);
-  // Handed out before this thread checks its own shard.
-  const sent = Promise.all(onHelpers.map((shard) => checkInWorker({ root, files: shard.files })));
-  const hereProblems = await checkHere(root, here.files);
-  const results = [...(await sent), hereProblems];
+  let results: (string | null)[][];
+  if (withHere) {
+    // Handed out before this thread checks its own shard; then it helps with
+    // theirs from the back, so that all end at about the same time.
+    const shared: SharedShard[] = onHelpers.map((shard) => {
+      const claims = newTwoEndedClaims(shard.files.length);
+      const answer = checkInWorker({ root, files: shard.files, claims });
+      return { files: shard.files, claims, answer, taken: new Map() };
+    });
+    const hereProblems = await checkHere(root, here.files);
+    await shareTails(root, shared);
+    results = [];
+    for (const shard of shared) results.push(await shardProblems(root, shard));
+    results.push(hereProblems);
+  } else {
+    const answers = onHelpers.map((shard) => checkInWorker({ root, files: shard.files }));
+    results = (await Promise.all(answers)) as (string | null)[][];
+  }
   const problems = new Array<string | null>(files.length);
-  [...onHelpers, here].forEach((shard, s) => {
+  [...onHelpers, ...(withHere ? [here] : [])].forEach((shard, s) => {
     const shardProblems = results[s] as (string | null)[];
     shard.indexes.forEach((index, i) => {
       problems[index] = shardProblems[i] as string | null;

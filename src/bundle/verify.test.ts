@@ -72,6 +72,23 @@ describe("helper threads started early for a large manifest", () => {
   }
 });
 
+describe("a helper's shard shared with this thread", () => {
+  // This thread checks its own, smaller shard, then takes the helper's last
+  // files: however the files end up split, the report must be the same.
+  test("every bad file is reported once, in manifest order, with one or two helpers", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 1200; i++) files[`d${i % 7}/file-${i}.txt`] = `content ${i}\n`;
+    const dir = await writeTestBundle(files);
+    const bad = ["d0/file-0.txt", "d3/file-600.txt", "d5/file-1199.txt", "d1/file-1.txt"];
+    for (const name of bad) await writeFile(path.join(dir, name), "changed\n");
+    const expected = Object.keys(files).filter((name) => bad.includes(name));
+    for (const workers of [1, 2]) {
+      const error = await expectSourceInvalid(dir, workers);
+      assert.deepEqual(error.paths, expected, `workers: ${workers}`);
+    }
+  });
+});
+
 // Every case runs with the checks on this thread and spread over worker threads
 // (the default picks by bundle size; both paths must say exactly the same).
 for (const workers of [0, 2])
