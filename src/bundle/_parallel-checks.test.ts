@@ -149,6 +149,23 @@ describe("shardProblems", () => {
     ]);
   });
 
+  test("a back that is not one run from the end gets the whole shard checked here", async () => {
+    const { dir, files } = await listedBundle(6);
+    const shard: SharedShard = {
+      files,
+      claims: newTwoEndedClaims(files.length),
+      answer: Promise.resolve([null, null, null, null]),
+      // Index 4 is missing: 5 and 3 were taken, which the claims never do.
+      taken: new Map([
+        [5, null],
+        [3, null],
+      ]),
+    };
+    const problems = await shardProblems(dir, shard);
+    assert.equal(problems.length, 6);
+    assert.match(problems[1] ?? "", /sha256 mismatch/, "the helper's 'good' for f-1 not trusted");
+  });
+
   test("a helper that failed, or answered for too few files, has its part checked here", async () => {
     const { dir, files } = await listedBundle(6);
     for (const answer of [null, ["only one"]]) {
