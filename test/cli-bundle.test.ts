@@ -85,17 +85,17 @@ describe("the CLI bundle (dist/cli)", () => {
     const good = Buffer.from("good bytes\n");
     await writeFile(path.join(dir, "good.txt"), good);
     await writeFile(path.join(dir, "bad.txt"), "not what the manifest says\n");
-    const answer = await askWorker("_helper-thread.js", {
-      job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
-      input: {
-        root: dir,
-        files: [
-          { path: "good.txt", size: good.length, sha256: `sha256:${sha256Hex(good)}` },
-          { path: "bad.txt", size: 27, sha256: `sha256:${"0".repeat(64)}` },
-          { path: "missing.txt", size: 1, sha256: `sha256:${"0".repeat(64)}` },
-        ],
-      },
-    });
+    const files = [
+      { path: "good.txt", size: good.length, sha256: `sha256:${sha256Hex(good)}` },
+      { path: "bad.txt", size: 27, sha256: `sha256:${"0".repeat(64)}` },
+      { path: "missing.txt", size: 1, sha256: `sha256:${"0".repeat(64)}` },
+    ];
+    const verify = (input: object) =>
+      askWorker("_helper-thread.js", {
+        job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
+        input: { root: dir, files, ...input },
+      });
+    const answer = await verify({});
     assert.ok(Array.isArray(answer), `an answer per file, got ${JSON.stringify(answer)}`);
     assert.equal(answer[0], null);
     assert.match(String(answer[1]), /^sha256 mismatch/);
@@ -103,18 +103,7 @@ describe("the CLI bundle (dist/cli)", () => {
     // Taking from the front of a shard this thread shares: the last file is ours.
     const claims = newTwoEndedClaims(3);
     assert.equal(takeBack(claims), 2);
-    const shared = await askWorker("_helper-thread.js", {
-      job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
-      input: {
-        root: dir,
-        files: [
-          { path: "good.txt", size: good.length, sha256: `sha256:${sha256Hex(good)}` },
-          { path: "bad.txt", size: 27, sha256: `sha256:${"0".repeat(64)}` },
-          { path: "missing.txt", size: 1, sha256: `sha256:${"0".repeat(64)}` },
-        ],
-        claims,
-      },
-    });
+    const shared = await verify({ claims });
     assert.ok(Array.isArray(shared), `an answer for the front, got ${JSON.stringify(shared)}`);
     assert.equal(shared.length, 2);
     assert.equal(shared[0], null);
