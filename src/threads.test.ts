@@ -86,10 +86,10 @@ describe("helper threads", () => {
   });
 });
 
-describe("two-ended claims", () => {
+describe("work claims", () => {
   test("front and back together take every item once, and the back can refuse", async () => {
-    const { newTwoEndedClaims, takeBack, takeFront } = await import("./threads.js");
-    const claims = newTwoEndedClaims(7);
+    const { newWorkClaims, takeBack, takeFront } = await import("./threads.js");
+    const claims = newWorkClaims(7);
     assert.equal(takeFront(claims), 0);
     assert.equal(takeBack(claims), 6);
     assert.equal(
@@ -106,9 +106,9 @@ describe("two-ended claims", () => {
 
   test("a helper thread at the front and this one at the back never take the same item", async () => {
     const { Worker } = await import("node:worker_threads");
-    const { newTwoEndedClaims, takeBack } = await import("./threads.js");
+    const { newWorkClaims, takeBack } = await import("./threads.js");
     const count = 1_000_000;
-    const claims = newTwoEndedClaims(count);
+    const claims = newWorkClaims(count);
     const url = new URL("./threads.js", import.meta.url).href;
     const worker = new Worker(
       `const { parentPort, workerData } = require("node:worker_threads");

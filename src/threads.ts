@@ -12,6 +12,7 @@
  * something `accept` rejects never fails the caller: the job runs here
  * instead, which then also reports any error the job meets.
  */
+import { setImmediate } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 
 /** What a job module exports; it runs on a helper thread or on this one. */
@@ -184,32 +185,17 @@ export function onHelperOrHere<T>(
 }
 
 /**
- * Indexes 0, 1, 2, ... handed out once each to whichever thread asks first:
- * the calling thread and helpers share one list of work this way, without a
- * message per item. It lives in shared memory, so a helper is sent it as is.
+ * Items 0 to count-1 of one list of work that several threads share, in
+ * shared memory (a helper is sent it as is), without a message per item.
+ * Any thread takes from the front; one thread may also take from the back
+ * once it has run out of work of its own (a helper's shard that the calling
+ * thread helps finish). Both ends share one 64-bit word (front in the high
+ * half, back in the low half), so each take is one compare-and-swap and no
+ * item is ever taken twice.
  */
-export type WorkClaims = Int32Array<SharedArrayBuffer>;
+export type WorkClaims = BigInt64Array<SharedArrayBuffer>;
 
-export function newWorkClaims(): WorkClaims {
-  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-}
-
-/** The next unclaimed index below `count`, now claimed; undefined when none is left. */
-export function claimNext(claims: WorkClaims, count: number): number | undefined {
-  const index = Atomics.add(claims, 0, 1);
-  return index < count ? index : undefined;
-}
-
-/**
- * Items 0 to count-1 of one list, taken from both ends: by their owner (a
- * helper) from the front, and by another thread from the back once it has
- * run out of work of its own. Both ends share one 64-bit word (front in the
- * high half, back in the low half), so each take is one compare-and-swap and
- * no item is ever taken twice.
- */
-export type TwoEndedClaims = BigInt64Array<SharedArrayBuffer>;
-
-export function newTwoEndedClaims(count: number): TwoEndedClaims {
+export function newWorkClaims(count: number): WorkClaims {
   const claims = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT));
   claims[0] = BigInt(count);
   return claims;
@@ -218,7 +204,7 @@ export function newTwoEndedClaims(count: number): TwoEndedClaims {
 const LOW_HALF = 0xffffffffn;
 
 /** The next item from the front, now taken; undefined when the ends have met. */
-export function takeFront(claims: TwoEndedClaims): number | undefined {
+export function takeFront(claims: WorkClaims): number | undefined {
   for (;;) {
     const word = Atomics.load(claims, 0);
     const front = Number(word >> 32n);
@@ -232,7 +218,7 @@ export function takeFront(claims: TwoEndedClaims): number | undefined {
  * undefined when the ends have met or it does not.
  */
 export function takeBack(
-  claims: TwoEndedClaims,
+  claims: WorkClaims,
   canTake: (index: number) => boolean = () => true,
 ): number | undefined {
   for (;;) {
@@ -240,5 +226,31 @@ export function takeBack(
     const back = Number(word & LOW_HALF);
     if (Number(word >> 32n) >= back || !canTake(back - 1)) return undefined;
     if (Atomics.compareExchange(claims, 0, word, word - 1n) === word) return back - 1;
+  }
+}
+
+/** How long the main thread works synchronously before it lets its event loop run. */
+const EVENT_LOOP_EVERY_MS = 20;
+
+/**
+ * Turns of the event loop for a long synchronous loop on the main thread, so
+ * that signals (Ctrl-C) and helpers' answers are handled meanwhile: after
+ * each item, `if (turns.due()) await turns.take()`.
+ */
+export class EventLoopTurns {
+  readonly #everyMs: number;
+  #since = performance.now();
+
+  constructor(everyMs = EVENT_LOOP_EVERY_MS) {
+    this.#everyMs = everyMs;
+  }
+
+  due(): boolean {
+    return performance.now() - this.#since >= this.#everyMs;
+  }
+
+  async take(): Promise<void> {
+    await setImmediate();
+    this.#since = performance.now();
   }
 }

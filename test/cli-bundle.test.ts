@@ -15,7 +15,7 @@ import { Worker } from "node:worker_threads";
 import { sha256Hex } from "../src/hashing.js";
 import type { PackedPart } from "../src/storage/_fs-walk.js";
 import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
-import { newTwoEndedClaims, newWorkClaims, takeBack } from "../src/threads.js";
+import { newWorkClaims, takeBack } from "../src/threads.js";
 import { rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
 import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
 
@@ -101,7 +101,7 @@ describe("the CLI bundle (dist/cli)", () => {
     assert.match(String(answer[1]), /^sha256 mismatch/);
     assert.equal(answer[2], "missing");
     // Taking from the front of a shard this thread shares: the last file is ours.
-    const claims = newTwoEndedClaims(3);
+    const claims = newWorkClaims(3);
     assert.equal(takeBack(claims), 2);
     const shared = await verify({ claims });
     assert.ok(Array.isArray(shared), `an answer for the front, got ${JSON.stringify(shared)}`);
@@ -117,7 +117,7 @@ describe("the CLI bundle (dist/cli)", () => {
     await writeFile(path.join(root, "two.txt"), "22");
     const answer = (await askWorker("_helper-thread.js", {
       job: pathToFileURL(path.join(BUNDLE, "_fs-walk-job.js")).href,
-      input: { root, leaves: ["two.txt"], dirs: ["sub"], claims: newWorkClaims() },
+      input: { root, leaves: ["two.txt"], dirs: ["sub"], claims: newWorkClaims(2) },
     })) as PackedPart;
     assert.deepEqual(answer.entries.paths.split("\0"), ["sub/one.txt", "two.txt"]);
     assert.deepEqual([...answer.entries.sizes], [1, 2]);

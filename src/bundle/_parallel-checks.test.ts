@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { setImmediate } from "node:timers/promises";
-import { newTwoEndedClaims } from "../threads.js";
+import { EventLoopTurns, newWorkClaims } from "../threads.js";
 import type { FileToCheck } from "./_file-checks.js";
 import { checkHere, type SharedShard, shardProblems, shardsOf } from "./_parallel-checks.js";
 import { writeTestBundle } from "./testing.js";
@@ -101,7 +101,7 @@ describe("checkHere", () => {
         turns++;
       }
     })();
-    const problems = await checkHere(dir, files, 0);
+    const problems = await checkHere(dir, files, new EventLoopTurns(0));
     counting = false;
     assert.equal(problems.length, 20);
     assert.match(problems[3] ?? "", /sha256 mismatch/);
@@ -132,7 +132,7 @@ describe("shardProblems", () => {
     const { dir, files } = await listedBundle(6);
     const shard: SharedShard = {
       files,
-      claims: newTwoEndedClaims(files.length),
+      claims: newWorkClaims(files.length),
       answer: Promise.resolve(["front-0", "front-1", "front-2", "front-3"]),
       taken: new Map([
         [5, "back-5"],
@@ -153,7 +153,7 @@ describe("shardProblems", () => {
     const { dir, files } = await listedBundle(6);
     const shard: SharedShard = {
       files,
-      claims: newTwoEndedClaims(files.length),
+      claims: newWorkClaims(files.length),
       answer: Promise.resolve([null, null, null, null]),
       // Index 4 is missing: 5 and 3 were taken, which the claims never do.
       taken: new Map([
@@ -171,7 +171,7 @@ describe("shardProblems", () => {
     for (const answer of [null, ["only one"]]) {
       const shard: SharedShard = {
         files,
-        claims: newTwoEndedClaims(files.length),
+        claims: newWorkClaims(files.length),
         answer: Promise.resolve(answer),
         taken: new Map([[5, null]]),
       };

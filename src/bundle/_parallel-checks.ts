@@ -7,13 +7,13 @@
  * thread pool.
  */
 import { availableParallelism } from "node:os";
-import { setImmediate } from "node:timers/promises";
 import {
-  newTwoEndedClaims,
+  EventLoopTurns,
+  newWorkClaims,
   onHelperOrHere,
   startHelpers,
-  type TwoEndedClaims,
   takeBack,
+  type WorkClaims,
 } from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
 
@@ -22,7 +22,7 @@ export interface ShardInput {
   root: string;
   files: FileToCheck[];
   /** When set, the calling thread may take files from the shard's back (see shareTail). */
-  claims?: TwoEndedClaims;
+  claims?: WorkClaims;
 }
 
 /**
@@ -41,8 +41,6 @@ const LARGE_FILE_BYTES = 1024 * 1024;
 const HERE_MAX_FILE_BYTES = 64 * 1024 * 1024;
 /** The calling thread's share of the files, against a helper's 1 (see shardsOf). */
 const HERE_SHARE = 0.5;
-/** How long the calling thread checks files before it lets its event loop run. */
-const HERE_YIELD_MS = 20;
 
 export interface CheckOptions {
   /**
@@ -140,17 +138,13 @@ export function shardsOf(
 export async function checkHere(
   root: string,
   files: readonly FileToCheck[],
-  yieldEveryMs = HERE_YIELD_MS,
+  turns = new EventLoopTurns(),
 ): Promise<(string | null)[]> {
   const checker = new FileChecker(root);
   const problems: (string | null)[] = [];
-  let since = performance.now();
   for (const file of files) {
     problems.push(checker.check(file));
-    if (performance.now() - since >= yieldEveryMs) {
-      await setImmediate();
-      since = performance.now();
-    }
+    if (turns.due()) await turns.take();
   }
   return problems;
 }
@@ -184,7 +178,7 @@ function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
  */
 export interface SharedShard {
   files: FileToCheck[];
-  claims: TwoEndedClaims;
+  claims: WorkClaims;
   answer: Promise<(string | null)[] | null>;
   /** Problems of the files taken here from the back, by index in `files`. */
   taken: Map<number, string | null>;
@@ -193,16 +187,13 @@ export interface SharedShard {
 /** Take files from the back of each shard until its helper and this thread meet. */
 async function shareTails(root: string, shards: readonly SharedShard[]): Promise<void> {
   const checker = new FileChecker(root);
-  let since = performance.now();
+  const turns = new EventLoopTurns();
   for (const shard of shards) {
     const canTake = (index: number) =>
       (shard.files[index] as FileToCheck).size <= HERE_MAX_FILE_BYTES;
     for (let index = takeBack(shard.claims, canTake); index !== undefined; ) {
       shard.taken.set(index, checker.check(shard.files[index] as FileToCheck));
-      if (performance.now() - since >= HERE_YIELD_MS) {
-        await setImmediate();
-        since = performance.now();
-      }
+      if (turns.due()) await turns.take();
       index = takeBack(shard.claims, canTake);
     }
   }
@@ -258,7 +249,7 @@ export async function checkFiles(
     // Handed out before this thread checks its own shard; then it helps with
     // theirs from the back, so that all end at about the same time.
     const shared: SharedShard[] = onHelpers.map((shard) => {
-      const claims = newTwoEndedClaims(shard.files.length);
+      const claims = newWorkClaims(shard.files.length);
       const answer = checkInWorker({ root, files: shard.files, claims });
       return { files: shard.files, claims, answer, taken: new Map() };
     });

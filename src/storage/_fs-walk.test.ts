@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { newWorkClaims } from "../threads.js";
+import { newWorkClaims, takeFront } from "../threads.js";
 import {
   leftOver,
   type WalkShare,
@@ -36,9 +36,10 @@ describe("shared walks", () => {
 
   it("a thread takes only what the others have not claimed", async () => {
     const root = await tree(["d0/x.txt", "d1/y.txt", "d2/z.txt", "top.txt"]);
-    const claims = newWorkClaims();
+    const claims = newWorkClaims(4);
     const share: WalkShare = { root, dirs: ["d0", "d1", "d2"], leaves: ["top.txt"], claims };
-    Atomics.store(claims, 0, 2); // another thread has d0 and d1
+    // Another thread has d0 and d1.
+    assert.deepEqual([takeFront(claims), takeFront(claims)], [0, 1]);
     const part = walkShareSync(share);
     assert.deepEqual(part.done, [2, 3]);
     assert.deepEqual(

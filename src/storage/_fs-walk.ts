@@ -10,15 +10,15 @@
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { setImmediate } from "node:timers/promises";
 import { mapLimit } from "../concurrency.js";
 import { errnoCode } from "../errors.js";
 import { compareUtf8 } from "../paths.js";
 import {
-  claimNext,
+  EventLoopTurns,
   idleHelperCount,
   newWorkClaims,
   onHelperOrHere,
+  takeFront,
   type WorkClaims,
 } from "../threads.js";
 import { storageError } from "./_fs-paths.js";
@@ -104,11 +104,9 @@ export function walkShareSync(share: WalkShare): WalkPart {
     }
     walkDirsSync(root, dirs, entries);
   } else {
-    const count = dirs.length + leaves.length;
-    for (let index = claimNext(claims, count); index !== undefined; ) {
+    for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
       walkItemSync(share, index, entries);
       done.push(index);
-      index = claimNext(claims, count);
     }
   }
   return { entries: sortByUtf8Path(entries), done };
@@ -121,22 +119,14 @@ export function walkShareSync(share: WalkShare): WalkPart {
 async function walkClaimedHere(share: WalkShare & { claims: WorkClaims }): Promise<WalkPart> {
   const entries: StorageEntry[] = [];
   const done: number[] = [];
-  const count = share.dirs.length + share.leaves.length;
-  let since = performance.now();
-  for (let index = claimNext(share.claims, count); index !== undefined; ) {
+  const turns = new EventLoopTurns();
+  for (let index = takeFront(share.claims); index !== undefined; index = takeFront(share.claims)) {
     walkItemSync(share, index, entries);
     done.push(index);
-    if (performance.now() - since >= YIELD_EVERY_MS) {
-      await setImmediate();
-      since = performance.now();
-    }
-    index = claimNext(share.claims, count);
+    if (turns.due()) await turns.take();
   }
   return { entries: sortByUtf8Path(entries), done };
 }
-
-/** How long this thread walks before it lets its event loop run. */
-const YIELD_EVERY_MS = 20;
 
 const MAX_HELPERS = 4;
 /** Directories per thread at the top of a shared walk: small shares even out. */
@@ -187,8 +177,8 @@ export async function walkTreeOffThread(
   helpers = Math.min(Math.max(1, idleHelperCount()), MAX_HELPERS),
 ): Promise<StorageEntry[]> {
   const { leaves, dirs } = splitTop(root, (helpers + 1) * DIRS_PER_THREAD);
-  const shared = { root, leaves, dirs, claims: newWorkClaims() };
   const count = dirs.length + leaves.length;
+  const shared = { root, leaves, dirs, claims: newWorkClaims(count) };
   // A small or missing root would start threads for nothing.
   const answers = Array.from({ length: count > 0 ? helpers : 0 }, () =>
     onHelperOrHere(
@@ -199,7 +189,7 @@ export async function walkTreeOffThread(
     ),
   );
   // This thread joins in once the caller's synchronous work is done.
-  await setImmediate();
+  await new EventLoopTurns().take();
   const here = await walkClaimedHere(shared);
   const parts = await Promise.all(answers);
   const redone = walkShareSync(leftOver(shared, [here, ...parts])).entries;
