@@ -26,6 +26,7 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
+import { readWhole } from "./_fs-read.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
 import type {
@@ -139,9 +140,8 @@ async function readSmall(root: string, relPath: string): Promise<StoredBytes | n
   if (handle === null) return null;
   try {
     // The token comes from the handle we read, so it describes exactly these bytes.
-    const token = tokenOf(await handle.stat());
-    const bytes = new Uint8Array(await handle.readFile());
-    return { bytes, token };
+    const stats = await handle.stat();
+    return { bytes: await readWhole(handle, stats.size), token: tokenOf(stats) };
   } catch (error) {
     throw storageError("read", { root, relPath, error });
   } finally {
