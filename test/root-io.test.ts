@@ -2,12 +2,15 @@
  * readRoot on a real filesystem root: the state is read first and parsed while
  * the root is listed (on another thread when the state is large); whatever
  * path it takes, the snapshot is the root's listing and its classified state.
+ * A state read early (EarlyStates, while the source verifies) is used only
+ * when the bytes under the lock are the same.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { EarlyStates } from "../src/execution/early-state.js";
 import { readRoot } from "../src/execution/root-io.js";
 import { STATE_FILE } from "../src/paths.js";
 import type { CatalogState, OutputRecord } from "../src/state/types.js";
@@ -98,5 +101,83 @@ describe("readRoot", () => {
         ["a.txt", "file"],
       ],
     );
+  });
+});
+
+describe("EarlyStates", () => {
+  async function readEarly(...roots: string[]): Promise<EarlyStates> {
+    const early = new EarlyStates();
+    early.start(Promise.resolve(roots.map((root) => createFilesystemDriver({ root }))));
+    await early.settled();
+    return early;
+  }
+
+  test("hands out the classification made from the same bytes, once", async () => {
+    const bytes = serializeState(stateWith(3));
+    const root = await rootWith({ [STATE_FILE]: bytes });
+    const early = await readEarly(root);
+    const state = early.take(root, Uint8Array.from(bytes));
+    assert.equal(state?.class, "valid");
+    assert.equal(state?.class === "valid" && state.state.outputs.length, 3);
+    assert.equal(early.take(root, bytes), undefined, "a second plan of the root parses anew");
+  });
+
+  test("other bytes, no state now, or no early read: nothing to hand out", async () => {
+    const bytes = serializeState(stateWith(3));
+    const root = await rootWith({ [STATE_FILE]: bytes });
+    const other = serializeState(stateWith(4));
+    assert.equal((await readEarly(root)).take(root, other), undefined);
+    assert.equal((await readEarly(root)).take(root, null), undefined);
+    // The same length, one byte different.
+    const flipped = Uint8Array.from(bytes);
+    flipped[flipped.length - 2] = 0x20;
+    assert.equal((await readEarly(root)).take(root, flipped), undefined);
+    assert.equal(new EarlyStates().take(root, bytes), undefined, "never started");
+  });
+
+  test("a missing, symlinked or unreadable state and a failed opening are left for the lock", async () => {
+    const none = await rootWith({ "a.txt": "a" });
+    const linked = await rootWith({ "real.json": serializeState(stateWith(1)) });
+    await symlink(path.join(linked, "real.json"), path.join(linked, STATE_FILE));
+    const folder = await rootWith({ [`${STATE_FILE}/inside.txt`]: "x" });
+    const early = await readEarly(none, linked, folder);
+    for (const root of [none, linked, folder]) assert.equal(early.take(root, null), undefined);
+
+    const failed = new EarlyStates();
+    failed.start(Promise.reject(new Error("cannot open")));
+    await failed.settled();
+    assert.equal(failed.take(none, null), undefined);
+  });
+
+  test("readRoot plans against the state under the lock when it changed since the early read", async () => {
+    const root = await rootWith({ [STATE_FILE]: serializeState(stateWith(3)) });
+    const driver = createFilesystemDriver({ root });
+    const early = await readEarly(root);
+    // Another run finished in between: a new state, replaced atomically.
+    await writeFile(path.join(root, "next.json"), serializeState(stateWith(5)));
+    await rename(path.join(root, "next.json"), path.join(root, STATE_FILE));
+    const snapshot = await readRoot(driver, early);
+    assert.equal(snapshot.state.class === "valid" && snapshot.state.state.outputs.length, 5);
+    assert.equal(snapshot.stateToken, (await driver.read(STATE_FILE))?.token);
+  });
+
+  test("readRoot with an unchanged state: the early classification, and the token read under the lock", async () => {
+    const bytes = serializeState(stateWith(20_000));
+    const root = await rootWith({ [STATE_FILE]: bytes, "a.txt": "a" });
+    const driver = createFilesystemDriver({ root });
+    let handedOut: unknown;
+    class Watched extends EarlyStates {
+      override take(...args: Parameters<EarlyStates["take"]>) {
+        handedOut = super.take(...args);
+        return handedOut as ReturnType<EarlyStates["take"]>;
+      }
+    }
+    const early = new Watched();
+    early.start(Promise.resolve([driver]));
+    await early.settled();
+    const snapshot = await readRoot(driver, early);
+    assert.ok(handedOut, "the early classification was handed out");
+    assert.equal(snapshot.state, handedOut, "and used, not parsed again");
+    assert.deepEqual(snapshot, await readRoot(driver));
   });
 });

@@ -48,6 +48,14 @@ export interface CheckOptions {
    * the calling thread. Default: by bundle size (see defaultWorkers).
    */
   workers?: number;
+  /**
+   * Called once, as soon as the helper threads have their files (or before
+   * this thread checks them all, without helpers): for work of the caller's
+   * own that can run on this thread meanwhile (run.ts reads the destination
+   * states early). It must not throw; what it starts runs at the turns of the
+   * event loop that this thread's own checks leave (every 20 ms).
+   */
+  meanwhile?: () => void;
 }
 
 /**
@@ -242,7 +250,10 @@ export async function checkFiles(
       Math.min(defaultWorkers(files), Math.max(1, files.length - (withHere ? 1 : 0))),
     files.length,
   );
-  if (helpers <= 0) return new FileChecker(root).checkAll(files);
+  if (helpers <= 0) {
+    options.meanwhile?.();
+    return new FileChecker(root).checkAll(files);
+  }
   const { onHelpers, here } = shardsOf(files, helpers, withHere);
   let results: (string | null)[][];
   if (withHere) {
@@ -253,6 +264,7 @@ export async function checkFiles(
       const answer = checkInWorker({ root, files: shard.files, claims });
       return { files: shard.files, claims, answer, taken: new Map() };
     });
+    options.meanwhile?.();
     const hereProblems = await checkHere(root, here.files);
     await shareTails(root, shared);
     results = [];
@@ -260,6 +272,7 @@ export async function checkFiles(
     results.push(hereProblems);
   } else {
     const answers = onHelpers.map((shard) => checkInWorker({ root, files: shard.files }));
+    options.meanwhile?.();
     results = (await Promise.all(answers)) as (string | null)[][];
   }
   const problems = new Array<string | null>(files.length);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { renameSync } from "node:fs";
 import {
   mkdir,
   mkdtemp,
@@ -16,7 +17,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
-import { helperCounts, stopIdleHelpers } from "../threads.js";
+import { hasIdleHelper, helperCounts, stopIdleHelpers } from "../threads.js";
 import { FileChecker } from "./_file-checks.js";
 import { writeTestBundle } from "./testing.js";
 import { loadBundle, openBundle, verifyFiles } from "./verify.js";
@@ -289,4 +290,38 @@ test("a bundle too big for the calling thread reports every bad file in manifest
   assert.match(error.message, /d3\/f346\.txt: sha256 mismatch/);
   assert.match(error.message, /d5\/f005\.txt: missing\n/);
   assert.match(error.message, new RegExp(`${bad.length + missing.length} of 700 listed files`));
+});
+
+describe("CheckOptions.meanwhile", () => {
+  // run.ts reads the destination states there: it must come once, while the
+  // helpers hold their files, before this thread checks its own.
+  for (const workers of [0, 1]) {
+    test(`with ${workers} helper(s): called once, before this thread's checks`, async () => {
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 1200; i++) files[`d${i % 7}/file-${i}.txt`] = `content ${i}\n`;
+      const dir = await writeTestBundle(files);
+      stopIdleHelpers(); // Only the helper started for this bundle.
+      const bundle = await openBundle(dir, { workers });
+      const helperIdle: boolean[] = [];
+      const verifying = verifyFiles(bundle, {
+        workers,
+        meanwhile: () => {
+          helperIdle.push(hasIdleHelper());
+          // Whatever is checked from now on finds no file at all.
+          renameSync(dir, `${dir}-moved`);
+        },
+      });
+      const error = await verifying.then(
+        () => assert.fail("the files checked after meanwhile were gone"),
+        (caught: DistributorError) => caught,
+      );
+      assert.equal(helperIdle.length, 1, "called once");
+      if (workers) assert.equal(helperIdle[0], false, "the helper was checking its files");
+      // This thread's own shard (a third of the files with one helper) at least.
+      assert.ok(
+        (error.paths?.length ?? 0) >= (workers ? 1200 / 3 : 1200),
+        `${error.paths?.length}`,
+      );
+    });
+  }
 });

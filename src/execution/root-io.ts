@@ -9,6 +9,7 @@ import type { CatalogState, ClassifiedState } from "../state/types.js";
 import { serializeState } from "../state/write.js";
 import type { StorageDriver, StorageEntry, StoredBytes, VersionToken } from "../storage/driver.js";
 import { hasIdleHelper } from "../threads.js";
+import type { EarlyStates } from "./early-state.js";
 
 export interface RootSnapshot {
   listing: StorageEntry[];
@@ -39,9 +40,10 @@ function listAlongside(stateBytes: number): boolean {
  * The root's listing and classified state, read under the run's lock. The
  * state is read first, and parsed while the root is listed: for 100,000
  * outputs both take 0.5-1 s, and a filesystem listing can run on another
- * thread (ListOptions.busyHere).
+ * thread (ListOptions.busyHere). A state classified early from the same
+ * bytes (see early-state.ts) is not parsed again.
  */
-export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
+export async function readRoot(driver: StorageDriver, early?: EarlyStates): Promise<RootSnapshot> {
   let stored: StoredBytes | null = null;
   let readError: { error: unknown } | null = null;
   try {
@@ -54,7 +56,8 @@ export async function readRoot(driver: StorageDriver): Promise<RootSnapshot> {
   const foldsCasePromise = driver.foldsCase?.() ?? Promise.resolve(false);
   // Parsing throws nothing (bad bytes classify as invalid), so the listing
   // promise is always awaited below.
-  const state = stored ? classifyState({ bytes: stored.bytes }) : null;
+  const earlyState = early?.take(driver.root, stored?.bytes ?? null);
+  const state = stored ? (earlyState ?? classifyState({ bytes: stored.bytes })) : null;
   const listing = await listingPromise;
   const foldsCase = await foldsCasePromise;
   if (state && stored) return { listing, foldsCase, state, stateToken: stored.token };

@@ -20,6 +20,7 @@ import { planOutputs, renderDeferred } from "../transform/planned-outputs.js";
 import { RenderCache } from "../transform/render-cache.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import { applyPlan, ForceClearError } from "./apply-plan.js";
+import { EarlyStates } from "./early-state.js";
 import { withLocks } from "./locks.js";
 import { pairResult } from "./pair-result.js";
 import { readRoot } from "./root-io.js";
@@ -86,9 +87,17 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
   });
   const renderCache = RenderCache.fromEnv(options.env ?? process.env);
   try {
-    const sources = await prepareSources(pairs, options.source, renderCache);
-    const groups = await groupByRoot(pairs);
-    const body = () => planAndApply(groups, sources, options);
+    // Opening a driver reads and writes nothing; it happens now so that the
+    // states can be read while the sources verify. An error opening one is
+    // still reported after the sources' (awaited below).
+    const opening = groupByRoot(pairs);
+    opening.catch(() => {});
+    const early = new EarlyStates();
+    const sources = await prepareSources(pairs, options.source, renderCache, () =>
+      early.start(opening.then((groups) => groups.map((group) => group.driver))),
+    );
+    const groups = await opening;
+    const body = () => planAndApply(groups, sources, options, early);
     if (options.dryRun) return await body();
     return await withLocks(
       groups.map((group) => group.driver),
@@ -105,11 +114,15 @@ function configOptions(options: RunOptions) {
   return { file: options.configFile, cwd: options.cwd, env: options.env };
 }
 
-/** Verify each distinct source bundle once and derive each pipeline's outputs. */
+/**
+ * Verify each distinct source bundle once and derive each pipeline's outputs.
+ * `meanwhile` runs once helper threads verify (see CheckOptions.meanwhile).
+ */
 async function prepareSources(
   pairs: readonly SelectedPair[],
   sourceOverride: string | undefined,
   renderCache: RenderCache | undefined,
+  meanwhile: () => void,
 ): Promise<Map<string, PreparedSource>> {
   const prepared = new Map<string, PreparedSource>();
   for (const { pipeline } of pairs) {
@@ -123,7 +136,7 @@ async function prepareSources(
     }
     const bundle = await openBundle(dir);
     // Verifies the bundle while it renders (see planOutputs).
-    const outputs = await planOutputs(bundle, pipeline, { renderCache });
+    const outputs = await planOutputs(bundle, pipeline, { renderCache, meanwhile });
     prepared.set(pipeline.id, { identity: bundle.identity, outputs });
   }
   return prepared;
@@ -158,12 +171,13 @@ async function planAndApply(
   groups: readonly RootGroup[],
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions,
+  early: EarlyStates,
 ): Promise<RunReport> {
   const nowText = formatTimestamp((options.now ?? (() => new Date()))());
   const planAll = async () => {
     const planned: PlannedGroup[] = [];
     for (const group of groups)
-      planned.push(await planGroup(group, sources, { ...options, nowText }));
+      planned.push(await planGroup(group, sources, { ...options, nowText }, early));
     return planned;
   };
   let plannedGroups = await planAll();
@@ -206,8 +220,9 @@ async function planGroup(
   group: RootGroup,
   sources: ReadonlyMap<string, PreparedSource>,
   options: RunOptions & { nowText: string },
+  early: EarlyStates,
 ): Promise<PlannedGroup> {
-  const snapshot = await readRoot(group.driver);
+  const snapshot = await readRoot(group.driver, early);
   let current = { state: snapshot.state, listing: snapshot.listing };
   const pairs: PlannedPair[] = [];
   for (const [index, pair] of group.pairs.entries()) {
