@@ -16,68 +16,60 @@ const listed = (name: string, size: number): FileToCheck => ({
 });
 
 describe("shardsOf", () => {
-  test("files above 64 MiB go to helpers only; the rest is split by cost", () => {
+  test("every file exactly once, with its index in the list, split by cost", () => {
     const files = [
       listed("big-1", 100 * MB),
       listed("big-2", 80 * MB),
       ...Array.from({ length: 40 }, (_, i) => listed(`small-${i}`, MB)),
     ];
-    const { onHelpers, here } = shardsOf(files, 1, true);
-    assert.equal(onHelpers.length, 1);
-    assert.ok(
-      here.files.every((file) => file.size <= 64 * MB),
-      "no large file here",
-    );
-    assert.deepEqual(
-      onHelpers[0]?.files.filter((file) => file.size > MB).map((file) => file.path),
-      ["big-1", "big-2"],
-    );
-    // Every file exactly once, with its index in the list.
-    const indexes = [...(onHelpers[0]?.indexes ?? []), ...here.indexes].sort((a, b) => a - b);
+    const shards = shardsOf(files, 2);
+    assert.equal(shards.length, 2);
+    const indexes = shards.flatMap((shard) => shard.indexes).sort((a, b) => a - b);
     assert.deepEqual(
       indexes,
       files.map((_, i) => i),
     );
-    for (const shard of [...onHelpers, here]) {
+    for (const shard of shards) {
       shard.indexes.forEach((index, i) => {
         assert.equal(shard.files[i]?.path, files[index]?.path);
       });
     }
+    // The 1 MB files even out the two large ones: 100 + 10 against 80 + 30.
+    assert.deepEqual(
+      shards.map((shard) => shard.files.reduce((sum, file) => sum + file.size, 0) / MB),
+      [110, 110],
+    );
   });
 
-  test("large files are placed largest first, wherever they come in the list", () => {
+  test("large files are placed largest first, wherever they come in the list, small ones at the back", () => {
     const files = [
       ...Array.from({ length: 4 }, (_, i) => listed(`small-${i}`, 1000)),
       listed("ten-a", 10 * MB),
       listed("ten-b", 10 * MB),
       listed("twenty", 20 * MB),
     ];
-    const { onHelpers } = shardsOf(files, 2, false);
+    const shards = shardsOf(files, 2);
     const largeBytes = (files: FileToCheck[]) =>
       files.filter((file) => file.size >= MB).reduce((sum, file) => sum + file.size, 0);
     // In list order the twenty would join a ten: 30 MB against 10 MB.
     assert.deepEqual(
-      onHelpers.map((shard) => largeBytes(shard.files)),
+      shards.map((shard) => largeBytes(shard.files)),
       [20 * MB, 20 * MB],
     );
+    for (const shard of shards) {
+      const firstSmall = shard.files.findIndex((file) => file.size < MB);
+      assert.ok(
+        shard.files.slice(firstSmall).every((file) => file.size < MB),
+        "the back, where this thread takes files, holds the small ones",
+      );
+    }
   });
 
-  test("this thread's shard is half a helper's: it takes the helpers' last files later", () => {
-    const files = Array.from({ length: 30 }, (_, i) => listed(`f-${i}`, 1000));
-    const { onHelpers, here } = shardsOf(files, 2, true);
+  test("fewer files than helpers: no empty shard", () => {
+    const shards = shardsOf([listed("a", 1), listed("b", 2)], 4);
     assert.deepEqual(
-      [...onHelpers.map((shard) => shard.files.length), here.files.length],
-      [12, 12, 6],
-    );
-  });
-
-  test("busy elsewhere (withHere false): every file goes to a helper", () => {
-    const files = Array.from({ length: 5 }, (_, i) => listed(`f-${i}`, 1000));
-    const { onHelpers, here } = shardsOf(files, 2, false);
-    assert.equal(here.files.length, 0);
-    assert.equal(
-      onHelpers.reduce((n, shard) => n + shard.files.length, 0),
-      5,
+      shards.map((shard) => shard.files.map((file) => file.path)),
+      [["a"], ["b"]],
     );
   });
 });

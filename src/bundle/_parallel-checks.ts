@@ -21,8 +21,8 @@ import { FileChecker, type FileToCheck } from "./_file-checks.js";
 export interface ShardInput {
   root: string;
   files: FileToCheck[];
-  /** When set, the calling thread may take files from the shard's back (see shareTail). */
-  claims?: WorkClaims;
+  /** The helper takes files from the front; the calling thread from the back (see shareTails). */
+  claims: WorkClaims;
 }
 
 /**
@@ -37,10 +37,8 @@ const MAX_WORKERS = 4;
 const PER_FILE_COST = 32 * 1024;
 /** Files this large are placed first when shards are made (see shardsOf). */
 const LARGE_FILE_BYTES = 1024 * 1024;
-/** Larger files are checked on helpers only (about 40 ms of hashing; see shardsOf). */
+/** Larger files are checked on helpers only (about 40 ms of hashing; see shareTails). */
 const HERE_MAX_FILE_BYTES = 64 * 1024 * 1024;
-/** The calling thread's share of the files, against a helper's 1 (see shardsOf). */
-const HERE_SHARE = 0.5;
 
 export interface CheckOptions {
   /**
@@ -49,22 +47,23 @@ export interface CheckOptions {
    */
   workers?: number;
   /**
-   * Called once, as soon as the helper threads have their files (or before
-   * this thread checks them all, without helpers): for work of the caller's
-   * own that can run on this thread meanwhile (run.ts reads the destination
-   * states early). It must not throw; what it starts runs at the turns of the
-   * event loop that this thread's own checks leave (every 20 ms).
+   * The caller's own work on this thread, called once as soon as the helper
+   * threads have their files (without helpers: before this thread checks
+   * them all). This thread then helps the helpers finish. Planning the
+   * layout and rendering go there (planOutputs), and run.ts starts reading
+   * the destination states; what that starts runs at the turns of the event
+   * loop this thread's checks leave (every 20 ms). It must not throw.
    */
   meanwhile?: () => void;
 }
 
 /**
  * Helper threads for a bundle this large: one per core but one, as the calling
- * thread checks a shard too (or renders Markdown meanwhile, `busyHere`). A
- * third thread competing for two cores made verification plus rendering
- * slower (M: 1.1-1.2 s vs 1.0-1.07 s), and a second helper instead of the
- * calling thread cost an unchanged rerun of M about 0.1 s of CPU to start
- * (docs/performance.md, item 34). At most MAX_WORKERS.
+ * thread takes part too (it renders Markdown, then checks the helpers' last
+ * files). A third thread competing for two cores made verification plus
+ * rendering slower (M: 1.1-1.2 s vs 1.0-1.07 s), and a second helper instead
+ * of the calling thread cost an unchanged rerun of M about 0.1 s of CPU to
+ * start (docs/performance.md, item 34). At most MAX_WORKERS.
  */
 function helpersFor(cores: number): number {
   return Math.max(0, Math.min(cores - 1, MAX_WORKERS));
@@ -98,24 +97,18 @@ interface Shard {
 }
 
 /**
- * Split into one shard per helper of similar cost, plus one for the calling
- * thread when `withHere` (the last). Files above HERE_MAX_FILE_BYTES never go
- * to the calling thread's shard: it yields to its event loop between files
- * (see checkHere), and hashing one of them would hold it up for longer.
+ * Split into one shard per helper of similar cost. The calling thread has no
+ * shard of its own: it does the caller's work first (CheckOptions.meanwhile),
+ * then takes the helpers' last files, so its share is whatever is left.
  */
-export function shardsOf(
-  files: readonly FileToCheck[],
-  helpers: number,
-  withHere: boolean,
-): { onHelpers: Shard[]; here: Shard } {
+export function shardsOf(files: readonly FileToCheck[], helpers: number): Shard[] {
   const newShard = (): Shard => ({ cost: 0, files: [], indexes: [] });
-  const onHelpers = Array.from({ length: helpers }, newShard);
-  const here = newShard();
-  const all = withHere ? [...onHelpers, here] : onHelpers;
+  const shards = Array.from({ length: helpers }, newShard);
   // Large files first, largest first, each to the cheapest shard so far:
   // placed after the small ones, a few of them would land together wherever
   // the small ones had left room. The small ones then even the shards out,
   // in list order (sorting 100,000 of them would cost more than it evens).
+  // A shard's small files are then at its back, where this thread takes them.
   const large: number[] = [];
   const small: number[] = [];
   files.forEach((file, index) => {
@@ -124,18 +117,14 @@ export function shardsOf(
   large.sort((a, b) => (files[b] as FileToCheck).size - (files[a] as FileToCheck).size);
   for (const index of [...large, ...small]) {
     const file = files[index] as FileToCheck;
-    const candidates = file.size > HERE_MAX_FILE_BYTES ? onHelpers : all;
-    // This thread's shard counts double: it takes a helper's last files once
-    // done (see shareTails), and the helpers may still be starting.
-    const load = (shard: Shard) => (shard === here ? shard.cost / HERE_SHARE : shard.cost);
-    let cheapest = candidates[0] as Shard;
-    for (const shard of candidates) if (load(shard) < load(cheapest)) cheapest = shard;
+    let cheapest = shards[0] as Shard;
+    for (const shard of shards) if (shard.cost < cheapest.cost) cheapest = shard;
     cheapest.cost += file.size + PER_FILE_COST;
     // Only the fields the check needs cross the thread boundary.
     cheapest.files.push({ path: file.path, size: file.size, sha256: file.sha256 });
     cheapest.indexes.push(index);
   }
-  return { onHelpers: onHelpers.filter((shard) => shard.files.length > 0), here };
+  return shards.filter((shard) => shard.files.length > 0);
 }
 
 /**
@@ -158,31 +147,28 @@ export async function checkHere(
 }
 
 /**
- * Check one shard on a helper thread. A helper that cannot start or dies
- * (thread limits, out of memory) does not fail the run: its shard is checked
- * here. With `input.claims` the answer covers the files the helper took from
- * the front, the first ones in order: null when it failed.
+ * Check one shard on a helper thread: the answer covers the files the helper
+ * took from the front, the first ones in order. A helper that cannot start or
+ * dies (thread limits, out of memory) does not fail the run: it answers null,
+ * and shardProblems checks its part here.
  */
 function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
   return onHelperOrHere(
     VERIFY_JOB,
     input,
-    // Anything but one answer per file (per file taken) is a broken worker, never "all good".
+    // Anything but an array of at most one answer per file is a broken worker, never "all good".
     (problems) =>
-      Array.isArray(problems) &&
-      (input.claims
-        ? problems.length <= input.files.length
-        : problems.length === input.files.length)
+      Array.isArray(problems) && problems.length <= input.files.length
         ? (problems as (string | null)[])
         : null,
-    // A failed helper's shard is checked here, letting the event loop run.
-    () => (input.claims ? null : checkHere(input.root, input.files)),
+    () => null,
   );
 }
 
 /**
- * A helper's shard that this thread helps finish: once done with its own
- * files, it takes the helper's last ones (up to HERE_MAX_FILE_BYTES each).
+ * A helper's shard that this thread helps finish: once done with the
+ * caller's work, it takes the helper's last files (up to HERE_MAX_FILE_BYTES
+ * each).
  */
 export interface SharedShard {
   files: FileToCheck[];
@@ -233,54 +219,34 @@ export async function shardProblems(root: string, shard: SharedShard): Promise<(
 /**
  * Problems of `files` (null = good), in the order of `files`. Shards go to
  * `options.workers` helper threads (by default: by bundle size, see
- * defaultWorkers), and one more is checked on this thread unless `busyHere`
- * says the caller has other work for it meanwhile. Helper threads start
- * before this returns its promise.
+ * defaultWorkers); this thread does the caller's work (`options.meanwhile`)
+ * and then takes files from the back of each shard while its helper takes
+ * from the front, so that all end at about the same time.
  */
 export async function checkFiles(
   root: string,
   files: readonly FileToCheck[],
-  options: CheckOptions & { busyHere?: boolean } = {},
+  options: CheckOptions = {},
 ): Promise<(string | null)[]> {
-  const withHere = !options.busyHere;
-  // By default, no more helpers than leave this thread a file of its own (at
-  // least one helper: a single file of a bundle this large is a large one).
-  const helpers = Math.min(
-    options.workers ??
-      Math.min(defaultWorkers(files), Math.max(1, files.length - (withHere ? 1 : 0))),
-    files.length,
-  );
+  const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
   if (helpers <= 0) {
     options.meanwhile?.();
     return new FileChecker(root).checkAll(files);
   }
-  const { onHelpers, here } = shardsOf(files, helpers, withHere);
-  let results: (string | null)[][];
-  if (withHere) {
-    // Handed out before this thread checks its own shard; then it helps with
-    // theirs from the back, so that all end at about the same time.
-    const shared: SharedShard[] = onHelpers.map((shard) => {
-      const claims = newWorkClaims(shard.files.length);
-      const answer = checkInWorker({ root, files: shard.files, claims });
-      return { files: shard.files, claims, answer, taken: new Map() };
-    });
-    options.meanwhile?.();
-    const hereProblems = await checkHere(root, here.files);
-    await shareTails(root, shared);
-    results = [];
-    for (const shard of shared) results.push(await shardProblems(root, shard));
-    results.push(hereProblems);
-  } else {
-    const answers = onHelpers.map((shard) => checkInWorker({ root, files: shard.files }));
-    options.meanwhile?.();
-    results = (await Promise.all(answers)) as (string | null)[][];
-  }
-  const problems = new Array<string | null>(files.length);
-  [...onHelpers, ...(withHere ? [here] : [])].forEach((shard, s) => {
-    const shardProblems = results[s] as (string | null)[];
-    shard.indexes.forEach((index, i) => {
-      problems[index] = shardProblems[i] as string | null;
-    });
+  const shards = shardsOf(files, helpers);
+  const shared: SharedShard[] = shards.map((shard) => {
+    const claims = newWorkClaims(shard.files.length);
+    const answer = checkInWorker({ root, files: shard.files, claims });
+    return { files: shard.files, claims, answer, taken: new Map() };
   });
+  options.meanwhile?.();
+  await shareTails(root, shared);
+  const problems = new Array<string | null>(files.length);
+  for (const [s, shard] of shards.entries()) {
+    const shardResult = await shardProblems(root, shared[s] as SharedShard);
+    shard.indexes.forEach((index, i) => {
+      problems[index] = shardResult[i] as string | null;
+    });
+  }
   return problems;
 }

@@ -317,7 +317,7 @@ describe("CheckOptions.meanwhile", () => {
       );
       assert.equal(helperIdle.length, 1, "called once");
       if (workers) assert.equal(helperIdle[0], false, "the helper was checking its files");
-      // This thread's own shard (a third of the files with one helper) at least.
+      // Every file checked after it: at least the third this thread would take.
       assert.ok(
         (error.paths?.length ?? 0) >= (workers ? 1200 / 3 : 1200),
         `${error.paths?.length}`,

@@ -92,8 +92,14 @@ export async function openBundle(dir: string, options: CheckOptions = {}): Promi
 }
 
 export interface VerifyOptions extends CheckOptions {
-  /** Paths of files to read whole on the calling thread, handing each good one to `onContent`. */
-  readHere?: ReadonlySet<string>;
+  /**
+   * Which files to read whole on the calling thread, handing each good one to
+   * `onContent`. Asked once the helper threads have their files, so that the
+   * caller can decide while they already check (planOutputs plans its layout
+   * and looks up the render cache there). Those files are checked by the
+   * helpers as well: hashing them again costs about 1% of rendering them.
+   */
+  readHere?: () => ReadonlySet<string>;
   /**
    * Gets the verified bytes of each good `readHere` file while the other files
    * are still being checked. After it throws it is not called again; the error
@@ -106,8 +112,9 @@ export interface VerifyOptions extends CheckOptions {
  * Prove that every listed file is a regular file inside the bundle — neither it
  * nor any parent directory a symlink — whose size and SHA-256 match the
  * manifest (SPEC §2). Each file is read once, in chunks (never whole in
- * memory, except `readHere` files), on worker threads for all but small
- * bundles (see _parallel-checks.ts). Nothing in the bundle is modified.
+ * memory, except `readHere` files, which are read twice), on worker threads
+ * for all but small bundles (see _parallel-checks.ts). Nothing in the bundle
+ * is modified.
  *
  * @throws DistributorError `source_invalid` listing every bad file with its
  *   reason (`paths` holds them all, in manifest order).
@@ -116,34 +123,37 @@ export async function verifyFiles(
   bundle: SourceBundle,
   options: VerifyOptions = {},
 ): Promise<void> {
-  const { readHere = new Set<string>(), onContent } = options;
-  const elsewhere = bundle.files.filter((file) => !readHere.has(file.path));
-  // Starts the worker threads before this thread reads its own files.
-  const checks = checkFiles(bundle.dir, elsewhere, { ...options, busyHere: readHere.size > 0 });
+  const { readHere, onContent } = options;
   const problemsHere = new Map<string, string>();
   let contentError: { error: unknown } | undefined;
-  const checker = new FileChecker(bundle.dir);
-  for (const file of bundle.files) {
-    if (!readHere.has(file.path)) continue;
-    const result = checker.read(file);
-    if ("problem" in result) problemsHere.set(file.path, result.problem);
-    else if (onContent && !contentError) {
-      try {
-        onContent(file, result.bytes);
-      } catch (error) {
-        contentError = { error };
+  const readFilesHere = () => {
+    options.meanwhile?.();
+    const paths = readHere?.();
+    if (!paths || paths.size === 0) return;
+    const checker = new FileChecker(bundle.dir);
+    for (const file of bundle.files) {
+      if (!paths.has(file.path)) continue;
+      const result = checker.read(file);
+      if ("problem" in result) problemsHere.set(file.path, result.problem);
+      else if (onContent && !contentError) {
+        try {
+          onContent(file, result.bytes);
+        } catch (error) {
+          contentError = { error };
+        }
       }
     }
-  }
-  const problemsElsewhere = await checks;
-  let next = 0;
+  };
+  const problems = await checkFiles(bundle.dir, bundle.files, {
+    ...options,
+    meanwhile: readFilesHere,
+  });
   const bad: { path: string; problem: string }[] = [];
-  for (const file of bundle.files) {
-    const problem = readHere.has(file.path)
-      ? problemsHere.get(file.path)
-      : problemsElsewhere[next++];
+  bundle.files.forEach((file, index) => {
+    // A file read here that changed after its helper checked it is bad too.
+    const problem = problems[index] ?? problemsHere.get(file.path);
     if (problem) bad.push({ path: file.path, problem });
-  }
+  });
   if (bad.length > 0) {
     const lines = bad.map((b) => `\n  - ${b.path}: ${b.problem}`).join("");
     throw new DistributorError(

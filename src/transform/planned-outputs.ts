@@ -58,11 +58,11 @@ export interface PlanOutputsOptions extends CheckOptions {
  * transformed files are rewritten to their outputs. Sorted by the UTF-8 bytes
  * of path.
  *
- * Markdown is rendered on this thread from the very bytes that were verified,
- * one file at a time, while worker threads verify the other files: the two
- * costs overlap instead of adding up. Nothing rendered is used unless the
- * whole bundle verifies. Documents in the render cache are verified with the
- * other files and not rendered.
+ * The layout is planned, and Markdown rendered on this thread from the very
+ * bytes it verified, one file at a time, while helper threads verify the
+ * bundle: the costs overlap instead of adding up. Nothing rendered is used
+ * unless the whole bundle verifies. Documents in the render cache are
+ * verified with the other files and not rendered.
  *
  * @throws DistributorError `source_invalid` listing every bad file (first: a
  *   bad bundle is reported before anything planned from it);
@@ -77,20 +77,25 @@ export async function planOutputs(
 ): Promise<PlannedOutput[]> {
   let layout: Layout | undefined;
   let layoutError: unknown;
-  try {
-    layout = layoutOf(bundle, pipeline);
-  } catch (error) {
-    layoutError = error;
-  }
+  let cache: CacheLookup | undefined;
   const { renderCache } = options;
-  const cache =
-    layout && renderCache ? cacheLookup(bundle, pipeline.id, layout, renderCache) : undefined;
-  const renderHere = new Set(layout?.transforms.keys());
-  for (const sourcePath of cache?.hits.keys() ?? []) renderHere.delete(sourcePath);
   const generated: PlannedOutput[] = [];
   await verifyFiles(bundle, {
     ...options,
-    readHere: renderHere,
+    // Planned while the helper threads verify (the documents to render here
+    // depend on the layout and the render cache), and rendered meanwhile too.
+    readHere: () => {
+      try {
+        layout = layoutOf(bundle, pipeline);
+      } catch (error) {
+        layoutError = error;
+        return new Set();
+      }
+      cache = renderCache ? cacheLookup(bundle, pipeline.id, layout, renderCache) : undefined;
+      const renderHere = new Set(layout.transforms.keys());
+      for (const sourcePath of cache?.hits.keys() ?? []) renderHere.delete(sourcePath);
+      return renderHere;
+    },
     onContent: (file, content) => {
       const rendered = render(file, content, layout as Layout);
       cache?.record(file.path, rendered);
