@@ -52,6 +52,40 @@ describe("config_invalid", () => {
     assert.equal(await exists(s.root), false);
   });
 
+  test("a destination that cannot be opened, with two pipelines: exit 2 after the sources verify, no crash", async () => {
+    // Drivers are opened while the sources verify (for the early state
+    // read); the error still comes out once, as the run's result. S3 keys
+    // longer than 1024 bytes fail only when the driver is opened; nothing is
+    // sent to the endpoint. (test/run-library.test.ts covers the promises.)
+    const s = await scenario();
+    const source = path.join(s.base, "bundle");
+    await writeFile(
+      s.config,
+      JSON.stringify({
+        pipelines: {
+          one: { source, destinations: ["bucket"] },
+          two: { source, destinations: ["bucket"] },
+        },
+        destinations: {
+          bucket: {
+            storage: {
+              type: "s3",
+              bucket: "b",
+              prefix: "p".repeat(1020),
+              endpoint: "http://127.0.0.1:9",
+              force_path_style: true,
+            },
+            path: "site",
+          },
+        },
+      }),
+    );
+    const { code, json, stderr } = await s.runJson();
+    assert.equal(code, 2, stderr);
+    assertErrorOnly(json, "config_invalid");
+    assert.equal(hasStackTrace(stderr), false, stderr);
+  });
+
   test("a missing config file is config_invalid (exit 2)", async () => {
     const s = await scenario();
     const { code, json } = await runCliJson<RunJson>([

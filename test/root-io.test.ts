@@ -10,11 +10,13 @@ import { mkdir, mkdtemp, rename, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
+import { setImmediate, setTimeout } from "node:timers/promises";
 import { EarlyStates } from "../src/execution/early-state.js";
 import { readRoot } from "../src/execution/root-io.js";
 import { STATE_FILE } from "../src/paths.js";
 import type { CatalogState, OutputRecord } from "../src/state/types.js";
 import { serializeState } from "../src/state/write.js";
+import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 
 const DIGEST = `sha256:${"c".repeat(64)}`;
@@ -106,8 +108,10 @@ describe("readRoot", () => {
 
 describe("EarlyStates", () => {
   async function readEarly(...roots: string[]): Promise<EarlyStates> {
-    const early = new EarlyStates();
-    early.start(Promise.resolve(roots.map((root) => createFilesystemDriver({ root }))));
+    const early = new EarlyStates(
+      Promise.resolve(roots.map((root) => createFilesystemDriver({ root }))),
+    );
+    early.start();
     await early.settled();
     return early;
   }
@@ -132,7 +136,8 @@ describe("EarlyStates", () => {
     const flipped = Uint8Array.from(bytes);
     flipped[flipped.length - 2] = 0x20;
     assert.equal((await readEarly(root)).take(root, flipped), undefined);
-    assert.equal(new EarlyStates().take(root, bytes), undefined, "never started");
+    const unstarted = new EarlyStates(Promise.resolve([createFilesystemDriver({ root })]));
+    assert.equal(unstarted.take(root, bytes), undefined, "never started");
   });
 
   test("a missing, symlinked or unreadable state and a failed opening are left for the lock", async () => {
@@ -143,8 +148,10 @@ describe("EarlyStates", () => {
     const early = await readEarly(none, linked, folder);
     for (const root of [none, linked, folder]) assert.equal(early.take(root, null), undefined);
 
-    const failed = new EarlyStates();
-    failed.start(Promise.reject(new Error("cannot open")));
+    // Rejected before anything awaits it: no unhandled rejection either.
+    const failed = new EarlyStates(Promise.reject(new Error("cannot open")));
+    await setImmediate();
+    failed.start();
     await failed.settled();
     assert.equal(failed.take(none, null), undefined);
   });
@@ -172,12 +179,50 @@ describe("EarlyStates", () => {
         return handedOut as ReturnType<EarlyStates["take"]>;
       }
     }
-    const early = new Watched();
-    early.start(Promise.resolve([driver]));
+    const early = new Watched(Promise.resolve([driver]));
+    early.start();
     await early.settled();
     const snapshot = await readRoot(driver, early);
     assert.ok(handedOut, "the early classification was handed out");
     assert.equal(snapshot.state, handedOut, "and used, not parsed again");
     assert.deepEqual(snapshot, await readRoot(driver));
   });
+
+  for (const end of ["take", "close"] as const) {
+    test(`a read still pending at ${end}() classifies nothing when it arrives`, async () => {
+      const bytes = serializeState(stateWith(3));
+      const root = await rootWith({ [STATE_FILE]: bytes });
+      const driver = createFilesystemDriver({ root });
+      let arrive = () => {};
+      let classified = false;
+      // The real read, held back until after take() or close(); the bytes
+      // are only looked at to be classified.
+      const slow: StorageDriver = {
+        ...driver,
+        read: async (relPath) => {
+          const stored = await driver.read(relPath);
+          await new Promise<void>((resolve) => {
+            arrive = resolve;
+          });
+          if (stored === null) return null;
+          return {
+            token: stored.token,
+            get bytes() {
+              classified = true;
+              return stored.bytes;
+            },
+          };
+        },
+      };
+      const early = new EarlyStates(Promise.resolve([slow]));
+      early.start();
+      await setTimeout(50);
+      if (end === "take") assert.equal(early.take(root, bytes), undefined, "not read yet");
+      else early.close();
+      arrive();
+      await early.settled();
+      assert.equal(classified, false);
+      assert.equal(early.take(root, bytes), undefined);
+    });
+  }
 });

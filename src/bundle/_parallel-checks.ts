@@ -2,9 +2,10 @@
  * Spreads the per-file checks of a bundle over helper threads and the calling
  * thread. Verification is CPU work (SHA-256) plus four system calls per file;
  * on the main thread alone it used one core, and per-file promises cost more
- * than the hashing on 100,000 small files. Every thread checks its shard
- * synchronously, so all cores hash and no file costs a trip through libuv's
- * thread pool.
+ * than the hashing on 100,000 small files. Each helper checks its shard
+ * synchronously from the front, and the calling thread, once its own work is
+ * done, from the back: all cores hash and no file costs a trip through
+ * libuv's thread pool.
  */
 import { availableParallelism } from "node:os";
 import {
@@ -51,8 +52,10 @@ export interface CheckOptions {
    * threads have their files (without helpers: before this thread checks
    * them all). This thread then helps the helpers finish. Planning the
    * layout and rendering go there (planOutputs), and run.ts starts reading
-   * the destination states; what that starts runs at the turns of the event
-   * loop this thread's checks leave (every 20 ms). It must not throw.
+   * the destination states; what that starts asynchronously progresses at
+   * the turns of the event loop this thread's checks of the helpers' files
+   * leave (every 20 ms; without helpers, only after all checks). It must
+   * not throw: verifyFiles keeps the caller's errors for after the report.
    */
   meanwhile?: () => void;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { renameSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import {
   mkdir,
   mkdtemp,
@@ -324,4 +324,49 @@ describe("CheckOptions.meanwhile", () => {
       );
     });
   }
+});
+
+describe("VerifyOptions.readHere", () => {
+  // A file read here is checked by the shards too; if it changed between the
+  // two checks, it is bad whichever saw the change: its content was not
+  // handed to onContent, so nothing may be planned from the bundle.
+  for (const workers of [0, 1]) {
+    test(`with ${workers} helper(s): a file bad only when read here is reported`, async () => {
+      const files: Record<string, string> = { "a.md": "# A\n", "b.md": "# B\n", "c.md": "# C\n" };
+      for (let i = 0; i < 600; i++) files[`d/f-${i}.txt`] = `file ${i}\n`;
+      const dir = await writeTestBundle(files);
+      const bundle = await openBundle(dir, { workers });
+      const b = path.join(dir, "b.md");
+      const seen: string[] = [];
+      const error = await verifyFiles(bundle, {
+        workers,
+        readHere: () => {
+          writeFileSync(b, "# changed\n"); // bad while this thread reads it
+          return new Set(["a.md", "b.md", "c.md"]);
+        },
+        onContent: (file) => {
+          seen.push(file.path);
+          if (file.path === "c.md") writeFileSync(b, "# B\n"); // good again for the shards
+        },
+      }).then(
+        () => assert.fail("b.md was not handed over, so the bundle must not verify"),
+        (caught: DistributorError) => caught,
+      );
+      assert.equal(error.code, "source_invalid");
+      assert.deepEqual(error.paths, ["b.md"]);
+      assert.deepEqual(seen, ["a.md", "c.md"]);
+    });
+  }
+
+  test("an error from readHere is rethrown after a good bundle verifies", async () => {
+    const bundle = await openBundle(await writeTestBundle({ "a.md": "# A\n" }), { workers: 0 });
+    await assert.rejects(
+      verifyFiles(bundle, {
+        readHere: () => {
+          throw new Error("planning failed");
+        },
+      }),
+      /planning failed/,
+    );
+  });
 });

@@ -102,8 +102,9 @@ export interface VerifyOptions extends CheckOptions {
   readHere?: () => ReadonlySet<string>;
   /**
    * Gets the verified bytes of each good `readHere` file while the other files
-   * are still being checked. After it throws it is not called again; the error
-   * is rethrown once verification has passed (a bad bundle is reported first).
+   * are still being checked. After it (or `readHere`) throws, no more files are
+   * read here; the error is rethrown once verification has passed (a bad
+   * bundle is reported first).
    */
   onContent?: (file: ManifestFile, bytes: Buffer) => void;
 }
@@ -125,23 +126,21 @@ export async function verifyFiles(
 ): Promise<void> {
   const { readHere, onContent } = options;
   const problemsHere = new Map<string, string>();
-  let contentError: { error: unknown } | undefined;
+  // The caller's errors, rethrown once the bundle has verified.
+  let callerError: { error: unknown } | undefined;
   const readFilesHere = () => {
-    options.meanwhile?.();
-    const paths = readHere?.();
-    if (!paths || paths.size === 0) return;
-    const checker = new FileChecker(bundle.dir);
-    for (const file of bundle.files) {
-      if (!paths.has(file.path)) continue;
-      const result = checker.read(file);
-      if ("problem" in result) problemsHere.set(file.path, result.problem);
-      else if (onContent && !contentError) {
-        try {
-          onContent(file, result.bytes);
-        } catch (error) {
-          contentError = { error };
-        }
+    try {
+      options.meanwhile?.();
+      const paths = readHere?.() ?? new Set<string>();
+      const checker = new FileChecker(bundle.dir);
+      for (const file of bundle.files) {
+        if (!paths.has(file.path)) continue;
+        const result = checker.read(file);
+        if ("problem" in result) problemsHere.set(file.path, result.problem);
+        else onContent?.(file, result.bytes);
       }
+    } catch (error) {
+      callerError = { error };
     }
   };
   const problems = await checkFiles(bundle.dir, bundle.files, {
@@ -162,7 +161,7 @@ export async function verifyFiles(
       { paths: bad.map((b) => b.path) },
     );
   }
-  if (contentError) throw contentError.error;
+  if (callerError) throw callerError.error;
 }
 
 /**

@@ -11,6 +11,9 @@
  * classified again from what is there now. Reading is the only thing done
  * early; nothing is written, and errors are left for the read under the lock
  * to meet and report.
+ *
+ * run.ts reads early from filesystem roots only: there a second read costs a
+ * copy from the page cache, where on S3 it would download the state twice.
  */
 import { STATE_FILE } from "../paths.js";
 import { classifyState } from "../state/read.js";
@@ -23,26 +26,43 @@ interface Classified {
 }
 
 export class EarlyStates {
+  readonly #drivers: Promise<readonly StorageDriver[]>;
   /** Per root: its classification, once done. */
   readonly #byRoot = new Map<string, Classified>();
   /** Roots whose state was asked for: a read still pending must not classify any more. */
   readonly #taken = new Set<string>();
   #started = false;
+  #closed = false;
   /** Settles once every read started has been classified or has failed. */
   #reads: Promise<unknown> = Promise.resolve();
+
+  /**
+   * `drivers`: the roots to read, once opened. If opening them fails, nothing
+   * is read early; the caller awaits the same promise and reports the error.
+   */
+  constructor(drivers: Promise<readonly StorageDriver[]>) {
+    this.#drivers = drivers;
+    drivers.catch(() => {});
+  }
 
   /**
    * Start reading each root's state (only the first call does anything).
    * Each is classified as soon as its bytes arrive, at a turn of this
    * thread's event loop (verification on this thread yields every 20 ms).
    */
-  start(drivers: Promise<readonly StorageDriver[]>): void {
+  start(): void {
     if (this.#started) return;
     this.#started = true;
-    this.#reads = drivers.then(
+    this.#reads = this.#drivers.then(
       (list) => Promise.all(list.map((driver) => this.#read(driver))),
-      () => {}, // Opening the drivers fails again, and is reported, after verification.
+      () => {},
     );
+  }
+
+  /** No read still pending classifies anything any more (the run is over). */
+  close(): void {
+    this.#closed = true;
+    this.#byRoot.clear();
   }
 
   /** Every early read is done (classified, or failed): for tests. */
@@ -70,7 +90,7 @@ export class EarlyStates {
     } catch {
       return; // A symlink, a directory or an unreadable state: readRoot finds out.
     }
-    if (stored === null || this.#taken.has(driver.root)) return;
+    if (stored === null || this.#closed || this.#taken.has(driver.root)) return;
     const state = classifyState({ bytes: stored.bytes });
     this.#byRoot.set(driver.root, { bytes: stored.bytes, state });
   }

@@ -41,7 +41,8 @@ function listAlongside(stateBytes: number): boolean {
  * state is read first, and parsed while the root is listed: for 100,000
  * outputs both take 0.5-1 s, and a filesystem listing can run on another
  * thread (ListOptions.busyHere). A state classified early from the same
- * bytes (see early-state.ts) is not parsed again.
+ * bytes (see early-state.ts) is not parsed again; the listing is then shared
+ * with this thread at once.
  */
 export async function readRoot(driver: StorageDriver, early?: EarlyStates): Promise<RootSnapshot> {
   let stored: StoredBytes | null = null;

@@ -86,16 +86,20 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     destinations: options.destinations,
   });
   const renderCache = RenderCache.fromEnv(options.env ?? process.env);
+  // Opening a driver reads and writes nothing at the destination; it happens
+  // now so that the filesystem roots' states can be read while the sources
+  // verify (early-state.ts). An error opening one is still reported after
+  // the sources' (awaited below).
+  const opening = groupByRoot(pairs);
+  const early = new EarlyStates(
+    opening.then((groups) =>
+      groups
+        .filter((group) => group.pairs[0]?.destination.storage.type === "filesystem")
+        .map((group) => group.driver),
+    ),
+  );
   try {
-    // Opening a driver reads and writes nothing; it happens now so that the
-    // states can be read while the sources verify. An error opening one is
-    // still reported after the sources' (awaited below).
-    const opening = groupByRoot(pairs);
-    opening.catch(() => {});
-    const early = new EarlyStates();
-    const sources = await prepareSources(pairs, options.source, renderCache, () =>
-      early.start(opening.then((groups) => groups.map((group) => group.driver))),
-    );
+    const sources = await prepareSources(pairs, options.source, renderCache, early);
     const groups = await opening;
     const body = () => planAndApply(groups, sources, options, early);
     if (options.dryRun) return await body();
@@ -105,6 +109,7 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
       { onWarning: options.onWarning },
     );
   } finally {
+    early.close();
     // A dry run writes nothing, not even the cache (it still reads it).
     if (!options.dryRun) renderCache?.save();
   }
@@ -116,14 +121,16 @@ function configOptions(options: RunOptions) {
 
 /**
  * Verify each distinct source bundle once and derive each pipeline's outputs.
- * `meanwhile` runs once helper threads verify (see CheckOptions.meanwhile).
+ * The early state reads start as soon as the first bundle's helper threads
+ * verify (see CheckOptions.meanwhile).
  */
 async function prepareSources(
   pairs: readonly SelectedPair[],
   sourceOverride: string | undefined,
   renderCache: RenderCache | undefined,
-  meanwhile: () => void,
+  early: EarlyStates,
 ): Promise<Map<string, PreparedSource>> {
+  const meanwhile = () => early.start();
   const prepared = new Map<string, PreparedSource>();
   for (const { pipeline } of pairs) {
     if (prepared.has(pipeline.id)) continue;

@@ -15,8 +15,11 @@ const RENDERER_MODULES = ["markdown-to-html.js", "links.js", "style.js", "planne
 
 /**
  * Set by the CLI bundle (scripts/bundle-cli.mjs) to what `rendererCodeDigest`
- * returns in dist/src: a bundle has no RENDERER_MODULES files next to it, and
- * the CLI and the library must compute the same keys for one cache directory.
+ * returns in dist/src when it is built: a bundle has no RENDERER_MODULES
+ * files next to it, and the CLI and the library compute the same keys for
+ * one cache directory as long as the installed markdown-it packages are the
+ * ones the bundle was built with (otherwise the keys differ, and renders are
+ * only missed, never wrongly reused).
  */
 declare const DISTRIBUTOR_RENDERER_CODE_DIGEST: string | undefined;
 

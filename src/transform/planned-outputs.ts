@@ -103,6 +103,11 @@ export async function planOutputs(
     },
   });
   if (!layout) throw layoutError;
+  // Every document is rendered here or deferred from the cache: verifyFiles
+  // fails the bundle for any document it could not hand over.
+  const missing = layout.transforms.size - generated.length - (cache?.hits.size ?? 0);
+  if (missing !== 0)
+    throw new Error(`${missing} document(s) verified but neither rendered nor cached`);
   // One checker (and its read buffer) for every deferred output rendered later.
   let checker: FileChecker | undefined;
   const checkerOf = () => {
