@@ -131,9 +131,9 @@ export function shardsOf(files: readonly FileToCheck[], helpers: number): Shard[
 }
 
 /**
- * Check a shard on the calling thread, letting its event loop run every few
- * milliseconds: a signal (Ctrl-C) is handled there, and a large bundle's
- * share takes seconds.
+ * Check files on the calling thread (the part of a shard a failed helper did
+ * not answer for), letting its event loop run every few milliseconds: a
+ * signal (Ctrl-C) is handled there, and a large bundle's shard takes seconds.
  */
 export async function checkHere(
   root: string,

@@ -13,7 +13,7 @@
  * - Unexpected errno errors become `storage_error` naming the path and the code.
  */
 import { constants } from "node:fs";
-import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
+import { type FileHandle, lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
@@ -29,6 +29,7 @@ import {
 import { readWhole } from "./_fs-read.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
+import { FS_WRITE_CONCURRENCY } from "./_fs-write-pool.js";
 import type {
   DeleteResult,
   ListOptions,
@@ -38,8 +39,6 @@ import type {
 } from "./driver.js";
 
 export { assertWritesAllowed, stopWrites } from "./_fs-write-pool.js";
-
-import { FS_WRITE_CONCURRENCY } from "./_fs-write-pool.js";
 
 export interface FilesystemDriverOptions {
   /** Absolute path of the destination root (`<storage.root>/<path>`). It need not exist yet. */
@@ -109,8 +108,6 @@ async function statEntry(root: string, relPath: string): Promise<StorageEntry | 
     throw storageError("inspect", { root, relPath, error });
   }
 }
-
-type FileHandle = Awaited<ReturnType<typeof open>>;
 
 /** Open a regular file without following links; `null` when absent. */
 async function openRegular(root: string, relPath: string): Promise<FileHandle | null> {
