@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { DistributorError } from "../errors.js";
-import { installSignalHandlers, interruptedExitCode } from "../execution/locks.js";
+import { installSignalHandlers, interruptedExitCode, STOP_WAIT_MS } from "../execution/locks.js";
 import { run } from "../execution/run.js";
 import { status } from "../execution/status.js";
 import { validate } from "../execution/validate.js";
@@ -47,7 +47,13 @@ async function dispatch(argv: readonly string[]): Promise<number> {
   const program = buildProgram((code) => {
     exitCode = code;
   });
-  installSignalHandlers((signal) => warn(`${signal} received: releasing locks and stopping`));
+  installSignalHandlers(
+    (signal) => warn(`${signal} received: releasing locks and stopping`),
+    (signal) =>
+      warn(
+        `${signal} received again: still stopping (writes already started end first, at most ${STOP_WAIT_MS / 1000} s), then the locks are released`,
+      ),
+  );
   if (argv.length === 0) {
     // No command: show what there is, and say it was not a valid invocation.
     process.stderr.write(program.helpInformation());

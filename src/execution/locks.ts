@@ -54,15 +54,32 @@ export async function withLocks<T>(
   }
 }
 
-async function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
+/**
+ * Releases under way. A signal handler that finds a lock already being
+ * released (by `withLocks` returning as the signal's wait ends) must still
+ * wait for that release before the process exits, or the lock stays behind.
+ */
+const releasing = new Set<Promise<void>>();
+
+function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
   held.delete(acquisition);
-  const handle = await acquisition.catch(() => null);
-  await handle?.release();
+  const release = (async () => {
+    const handle = await acquisition.catch(() => null);
+    await handle?.release();
+  })();
+  releasing.add(release);
+  const done = () => releasing.delete(release);
+  release.then(done, done);
+  return release;
 }
 
-/** Release every lock this process holds or is taking (signal handlers). Never throws. */
+/**
+ * Release every lock this process holds or is taking, and wait for releases
+ * already under way (signal handlers). Never throws.
+ */
 export async function releaseAllLocks(): Promise<void> {
-  await Promise.allSettled([...held].map((acquisition) => releaseOne(acquisition)));
+  const started = [...held].map((acquisition) => releaseOne(acquisition));
+  await Promise.allSettled([...started, ...releasing]);
 }
 
 /** Writes and deletes of apply steps in progress (see unlessStopped). */
@@ -72,7 +89,7 @@ const onSettled: (() => void)[] = [];
  * How long a signal waits for writes already sent before releasing the locks.
  * An S3 request cannot be taken back once sent; its timeouts bound it anyway.
  */
-const STOP_WAIT_MS = 10_000;
+export const STOP_WAIT_MS = 10_000;
 
 /**
  * Run one storage write or delete of an apply step, unless a signal has stopped
@@ -117,15 +134,28 @@ export function interruptedExitCode(): number | null {
  * this process started is still being written under a root once its lock is
  * gone (short of an S3 request outliving that wait). The plan's crash-safe
  * ordering makes an interrupted run converge on the next plain run.
+ *
+ * A second signal while that happens (an impatient Ctrl-C) does not cut it
+ * short: Node's default would end the process at once and leave the locks
+ * behind. It gets `onRepeat` instead; SIGKILL still ends the process.
  */
-export function installSignalHandlers(onSignal?: (signal: NodeJS.Signals) => void): void {
+export function installSignalHandlers(
+  onSignal?: (signal: NodeJS.Signals) => void,
+  onRepeat?: (signal: NodeJS.Signals) => void,
+): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
+  let stopping = false;
   for (const [signal, code] of [
     ["SIGINT", 130],
     ["SIGTERM", 143],
   ] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stopping) {
+        onRepeat?.(signal);
+        return;
+      }
+      stopping = true;
       signalExitCode = code;
       onSignal?.(signal);
       void stopWrites()
