@@ -24,7 +24,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
-import { parseLockFile } from "../src/storage/_lock-file.js";
+import { formatUtcSeconds, parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { helperCounts, startHelpers, stopIdleHelpers } from "../src/threads.js";
@@ -556,6 +556,29 @@ describe("filesystem driver: lock file", () => {
       assert.deepEqual(reported, [stale]);
       assert.equal(lock.holder.pid, process.pid);
       assert.deepEqual(await driver.readLock(), lock.holder);
+      await lock.release();
+      assert.deepEqual(await readdir(root), []);
+    }),
+  );
+
+  it(
+    "a lock with this process's pid from before it started is taken over; one since is held",
+    sandboxed(async ({ root, driver }) => {
+      // A container's pid 1, restarted under the same hostname, meets the lock
+      // its previous incarnation left with the same pid.
+      const before = formatUtcSeconds(new Date(performance.timeOrigin - 60_000));
+      const earlier = { hostname: os.hostname(), pid: process.pid, started_at: before };
+      await writeLock(root, earlier);
+      const reported: LockHolder[] = [];
+      const lock = await driver.acquireLock({ onStaleLock: (holder) => reported.push(holder) });
+      assert.deepEqual(reported, [earlier]);
+      // This process's own lock, taken since it started, is never taken over.
+      const second = createFilesystemDriver({ root });
+      await assert.rejects(second.acquireLock(), (error: unknown) => {
+        assert.ok(error instanceof LockedError);
+        assert.deepEqual(error.holder, lock.holder);
+        return true;
+      });
       await lock.release();
       assert.deepEqual(await readdir(root), []);
     }),
