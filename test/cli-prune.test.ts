@@ -176,10 +176,15 @@ describe("prune errors", () => {
   });
 
   it("a bad --now and --dry-run with --apply are usage errors (exit 2)", async () => {
-    const { dir } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const files = await listFiles(root);
     for (const args of [
       ["--now", "yesterday"],
       ["--now", "2026-02-30T00:00:00Z"],
+      // Valid RFC 3339, but past the years 0000-9999 once in UTC: refused
+      // before anything is deleted, not after (the report could not say when).
+      ["--now", "9999-12-31T23:59:59-01:00", "--apply"],
+      ["--now", "0000-01-01T00:00:00+01:00", "--apply"],
       ["--dry-run", "--apply"],
     ]) {
       const result = await runCliJson<{ error: { code: string } }>(["prune", ...ALPHA, ...args], {
@@ -188,6 +193,7 @@ describe("prune errors", () => {
       assert.equal(result.code, 2, args.join(" "));
       assert.equal(result.json.error.code, "usage");
     }
+    assert.deepEqual(await listFiles(root), files, "nothing was deleted");
   });
 
   it("missing state is no_state, legacy state is state_conflict (exit 1, untouched)", async () => {

@@ -1,8 +1,8 @@
 /**
  * stopWrites (what the CLI's signal handlers call before releasing locks): once
- * it resolves, nothing more is written under any root by this process, worker
- * threads included, and no apply step (unlessStopped) starts on any storage
- * type. Its own file: stopping writes is for the whole process.
+ * it resolves, nothing more is written or deleted under any root by this
+ * process, worker threads included, and no apply step (unlessStopped) starts
+ * on any storage type. Its own file: stopping writes is for the whole process.
  */
 import assert from "node:assert/strict";
 import os from "node:os";
@@ -47,6 +47,17 @@ test("after stopWrites, no write lands and none starts", async () => {
   for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);
   assert.ok(landed.length < 2000, "the stop interrupted the writes");
   await assert.rejects(driver.write("late.txt", bytes("late")), /Writing stopped/);
+  // Deletes stop too (prune's, a run's): nothing is removed, each says why.
+  const results = await driver.deleteMany(["warm/f0.txt", "warm", landed[0] as string]);
+  assert.deepEqual(
+    results.map((result) => [result.path, /Writing stopped/.test(result.error ?? "")]),
+    [
+      ["warm/f0.txt", true],
+      ["warm", true],
+      [landed[0], true],
+    ],
+  );
+  assert.deepEqual(await listFiles(root), atStop, "nothing was deleted after the stop");
   // Apply steps on any storage type (S3 included) go through unlessStopped.
   let started = false;
   await assert.rejects(

@@ -24,7 +24,7 @@ import {
   requireValidState,
   selectOwnerPair,
 } from "./_maintenance.js";
-import { withLocks } from "./locks.js";
+import { unlessStopped, withLocks } from "./locks.js";
 import { readState, writeState } from "./root-io.js";
 import { removeStaleTempFiles } from "./stale-temp.js";
 
@@ -104,7 +104,18 @@ function _policyInstant(now: string | undefined, clock: () => Date): Date {
       `--now ${JSON.stringify(now)} is not an RFC 3339 timestamp. Write it like 2026-06-30T12:00:00Z.`,
     );
   }
-  return parseRfc3339(now);
+  const instant = parseRfc3339(now);
+  // An offset can carry a date at the edge of the format past it (year 9999
+  // at -01:00 is year 10000 in UTC). Refused here, before anything is read:
+  // the report and the state could not record that instant.
+  const year = instant.getUTCFullYear();
+  if (year < 0 || year > 9999) {
+    throw new DistributorError(
+      "usage",
+      `--now ${JSON.stringify(now)} is outside the years 0000-9999 in UTC, which states and reports can record. Give an instant in that range.`,
+    );
+  }
+  return instant;
 }
 
 type PruneResult = Pick<PruneReport, "planned" | "deleted" | "failed">;
@@ -141,7 +152,9 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
   }));
   if (!context.apply || planned.length === 0) return { planned, deleted: [], failed: [] };
   await removeStaleTempFiles(driver);
-  const results = await driver.deleteMany(planned.map((entry) => entry.path));
+  // Under unlessStopped, as the apply steps of a run: a signal waits for these
+  // deletes to end before it releases the lock (locks.ts).
+  const results = await unlessStopped(() => driver.deleteMany(planned.map((entry) => entry.path)));
   const deleted = results
     .filter((result) => result.error === undefined)
     .map((result) => result.path);
@@ -153,7 +166,7 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
       paths: deleted,
       now: formatTimestamp(context.clock()),
     });
-    await writeState(driver, next, stateToken);
+    await unlessStopped(() => writeState(driver, next, stateToken));
   }
   return { planned, deleted, failed };
 }

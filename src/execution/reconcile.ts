@@ -17,7 +17,7 @@ import {
   requireValidState,
   selectOwnerPair,
 } from "./_maintenance.js";
-import { withLocks } from "./locks.js";
+import { unlessStopped, withLocks } from "./locks.js";
 import { readState, writeState } from "./root-io.js";
 
 export interface ReconcileOptions extends MaintenanceOptions {
@@ -102,7 +102,8 @@ async function _reconcile(
   if (options.dryRun || plan.nextState === null) {
     return { missing: plan.missing, unmanaged: plan.unmanaged, removed: [] };
   }
-  await writeState(driver, plan.nextState, stateToken);
+  const next = plan.nextState;
+  await unlessStopped(() => writeState(driver, next, stateToken));
   return {
     missing: plan.missing,
     unmanaged: plan.unmanaged,

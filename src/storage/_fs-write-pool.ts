@@ -223,11 +223,18 @@ let pool: WritePool | undefined;
 let smallWrites = 0;
 let stopped = false;
 
+/** Why a write or delete did not happen once `stopWrites` was called. */
+export function stoppedMessage(): string {
+  return "Writing stopped: the process is exiting on a signal. Run again to finish.";
+}
+
 function stoppedError(): DistributorError {
-  return new DistributorError(
-    "storage_error",
-    "Writing stopped: the process is exiting on a signal. Run again to finish.",
-  );
+  return new DistributorError("storage_error", stoppedMessage());
+}
+
+/** Whether `stopWrites` has been called. */
+export function writesStopped(): boolean {
+  return stopped;
 }
 
 /** Throws once `stopWrites` has been called: no new write may start. */

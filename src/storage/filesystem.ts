@@ -29,7 +29,12 @@ import {
 import { readWhole } from "./_fs-read.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
-import { FS_WRITE_CONCURRENCY } from "./_fs-write-pool.js";
+import {
+  assertWritesAllowed,
+  FS_WRITE_CONCURRENCY,
+  stoppedMessage,
+  writesStopped,
+} from "./_fs-write-pool.js";
 import type {
   DeleteResult,
   ListOptions,
@@ -165,6 +170,15 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   const attempts = await mapLimit(paths, (relPath) => deleteOne(root, relPath), {
     limit: DELETE_CONCURRENCY,
   });
+  if (writesStopped()) {
+    // No folder is emptied and none removed any more (see deleteOne).
+    const stopped = stoppedMessage();
+    return attempts.map(({ path: relPath, error, folder }) =>
+      error === undefined && !folder
+        ? { path: relPath }
+        : { path: relPath, error: error ?? stopped },
+    );
+  }
   const folders = attempts.filter((attempt) => attempt.folder).map((attempt) => attempt.path);
   const depth = (relPath: string) => relPath.split("/").length;
   const folderErrors = new Map<string, string>();
@@ -231,6 +245,10 @@ async function deleteOne(
   const problem = unsafePathProblem(relPath);
   if (problem !== null) return { path: relPath, error: `refused: the path ${problem}` };
   try {
+    // A signal stops deletes too, between one file and the next: the lock is
+    // released once those in flight end (locks.ts), and nothing may be removed
+    // under the root after that.
+    assertWritesAllowed();
     const check = await checkAncestors(root, relPath);
     if (check.kind === "missing") return { path: relPath };
     if (check.kind === "unsafe")
