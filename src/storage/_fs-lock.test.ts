@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { LOCK_FILE } from "../paths.js";
-import { TAKEOVER_FILE, takeOver } from "./_fs-lock.js";
+import { removeIfExpired, TAKEOVER_FILE, takeOver } from "./_fs-lock.js";
 
 const STALE = '{"hostname":"h","pid":99999999,"started_at":"2026-01-01T00:00:00Z"}\n';
 const MINE = '{"hostname":"h","pid":1,"started_at":"2026-01-02T00:00:00Z","lock_id":"aa"}\n';
@@ -55,5 +55,21 @@ describe("stale lock takeover", () => {
       assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), true);
       assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), MINE);
       assert.deepEqual(await readdir(root), [LOCK_FILE]);
+    }));
+
+  it("clears only an expired takeover file, even when another taker replaced it meanwhile", () =>
+    withRoot(async (root) => {
+      // What a second taker finds if the first replaced the leftover between
+      // the second's look at its age and its removal: a fresh file stays.
+      const file = path.join(root, TAKEOVER_FILE);
+      await writeFile(file, "fresh taker\n");
+      assert.equal(await removeIfExpired(root), false);
+      assert.equal(await readFile(file, "utf8"), "fresh taker\n");
+      assert.deepEqual(await readdir(root), [TAKEOVER_FILE]);
+      const minuteAgo = new Date(Date.now() - 60_000);
+      await utimes(file, minuteAgo, minuteAgo);
+      assert.equal(await removeIfExpired(root), true);
+      assert.deepEqual(await readdir(root), []);
+      assert.equal(await removeIfExpired(root), true, "nothing there: nothing in the way");
     }));
 });

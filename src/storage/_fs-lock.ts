@@ -10,7 +10,7 @@
  * was left by a crashed taker and is cleared.
  */
 import { randomBytes } from "node:crypto";
-import { link, lstat, mkdir, open, readFile, rm, rmdir, unlink } from "node:fs/promises";
+import { link, lstat, mkdir, open, readFile, rename, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
@@ -118,8 +118,34 @@ async function createTakeoverFile(root: string, marker: string): Promise<boolean
   if (await createExclusive(root, TAKEOVER_FILE, marker)) return true;
   const stats = await lstat(path.join(root, TAKEOVER_FILE)).catch(() => null);
   if (stats !== null && Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return false;
-  await rm(path.join(root, TAKEOVER_FILE), { force: true });
+  if (stats !== null && !(await removeIfExpired(root))) return false;
   return createExclusive(root, TAKEOVER_FILE, marker);
+}
+
+/**
+ * Remove the takeover file only if it is still an expired one: false when it
+ * is fresh. Two takers that both judged the same leftover expired must not
+ * both clear it, or the second would remove the first one's new file and
+ * both would go on to take the lock. So the file is renamed aside first (one
+ * rename wins) and what was moved is judged again; a fresh file moved by
+ * mistake is linked back unless yet another taker has created one since.
+ * Exported for tests.
+ */
+export async function removeIfExpired(root: string): Promise<boolean> {
+  const file = path.join(root, TAKEOVER_FILE);
+  // A temp name: a crash right here leaves a file that the next run removes.
+  const aside = tempPathIn(root);
+  try {
+    await rename(file, aside);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return true;
+    throw storageError("clear the lock's takeover file", { root, relPath: TAKEOVER_FILE, error });
+  }
+  const moved = await lstat(aside);
+  const expired = Date.now() - moved.mtimeMs >= TAKEOVER_EXPIRY_MS;
+  if (!expired) await link(aside, file).catch(() => undefined);
+  await rm(aside, { force: true });
+  return expired;
 }
 
 async function readText(root: string, name: string): Promise<string | null> {
