@@ -49,6 +49,7 @@ interface StatusJson {
 interface RunJson {
   ok: boolean;
   results: Array<{ outputs: Array<{ path: string; change: string }> }>;
+  error?: { code: string };
 }
 
 const FUTURE = ["--now", "2100-01-01T00:00:00Z"];
@@ -189,6 +190,25 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe("S3 destinations with the same bucket and prefix on two servers", () => {
+  it("are two roots: the second is not written through the first one's server", async () => {
+    const s3 = extraKinds[1] as ReturnType<typeof s3Kind>;
+    const destination = await s3.create();
+    // The mirror names the same bucket and prefix at an endpoint where nothing
+    // listens: its run must fail there, not publish to the first server.
+    const mirror = destination.storageYaml.replace(
+      /endpoint: "[^"]*"/,
+      'endpoint: "http://127.0.0.1:9"',
+    );
+    assert.notEqual(mirror, destination.storageYaml);
+    const ws = await workspace(destination, { mirrorStorageYaml: mirror });
+    const result = await ws.cli<RunJson>(["run", "--pipeline", "alpha"]);
+    assert.equal(result.code, 1, result.stdout);
+    assert.equal(result.json.error?.code, "storage_error", result.stdout);
+    assert.deepEqual(await destination.listFiles(), [], "nothing was written anywhere");
+  });
+});
 
 describe("filesystem and S3 destinations of one run", () => {
   it("get the same output paths, the same sha256s and equivalent state", async () => {

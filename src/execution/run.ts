@@ -159,11 +159,27 @@ async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]>
   const groups = new Map<string, RootGroup>();
   for (const pair of pairs) {
     const driver = await openDestination(pair.destination);
-    const group = groups.get(driver.root);
+    const place = placeOf(pair.destination, driver);
+    const group = groups.get(place);
     if (group) group.pairs.push(pair);
-    else groups.set(driver.root, { driver, pairs: [pair] });
+    else groups.set(place, { driver, pairs: [pair] });
   }
   return [...groups.values()];
+}
+
+/**
+ * What makes two destinations one root: the same `driver.root` on the same
+ * server. `s3://bucket/prefix/` alone does not say which server: a mirror
+ * with the same bucket and prefix at another endpoint is another root, and
+ * sharing the first one's driver would write its outputs to the first server.
+ * (The same server named by two spellings of its endpoint counts as two;
+ * their second lock is then refused as held, never silently shared.)
+ */
+function placeOf(destination: DestinationConfig, driver: StorageDriver): string {
+  const storage = destination.storage;
+  if (storage.type !== "s3") return driver.root;
+  const server = storage.endpoint === undefined ? "aws" : new URL(storage.endpoint).href;
+  return `${server} ${driver.root}`;
 }
 
 interface PlannedGroup {
