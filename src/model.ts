@@ -48,6 +48,12 @@ export type OutputContent =
        * its write path without a stat of its own. The copy itself reads the file.
        */
       size?: number;
+      /**
+       * The `sha256:<hex>` verification found. A driver publishes only bytes
+       * with this digest (and `size`): the file may have changed, or been
+       * swapped for a symlink, since it was verified (storage/_source-read.ts).
+       */
+      sha256?: string;
     }
   | { type: "bytes"; bytes: Uint8Array };
 

@@ -69,7 +69,9 @@ test("cleanPathProblem accepts and rejects as the rule-by-rule checks do", () =>
   const rules = (p: string) =>
     Buffer.byteLength(p) <= 1024 &&
     !p.includes("\\") &&
-    ![...p].some((c) => c.charCodeAt(0) < 0x20 || c === "\u007f") &&
+    ![...p].some((c) => c.charCodeAt(0) < 0x20 || (c >= "\u007f" && c <= "\u009f")) &&
+    // Only well-formed UTF-16 survives a round trip through UTF-8.
+    Buffer.from(p).toString() === p &&
     p
       .split("/")
       .every((s) => s !== "" && s !== "." && s !== ".." && !s.startsWith(".distributor."));
@@ -90,6 +92,13 @@ test("cleanPathProblem accepts and rejects as the rule-by-rule checks do", () =>
     "é".repeat(512),
     "é".repeat(513),
     "a\u007fb",
+    "a\u0085b",
+    "a\u009f",
+    "a\u00a0b",
+    "a\ud800.txt",
+    "a\udc00.txt",
+    "\ud83d\ude00/x",
+    "x/\ude00\ud83d",
   ];
   for (const p of samples) {
     if (p === "") continue;
@@ -104,6 +113,11 @@ test("cleanPathProblem still names the first broken rule", () => {
   assert.equal(cleanPathProblem("x".repeat(1025)), "is longer than 1024 bytes");
   assert.equal(cleanPathProblem(""), "must not be empty");
   assert.equal(cleanPathProblem("", { allowEmpty: true }), null);
+  assert.equal(cleanPathProblem("a\u0085b"), "must not contain NUL or control characters");
+  assert.equal(
+    cleanPathProblem("a\ud800.txt"),
+    "must be valid Unicode (it holds a lone surrogate)",
+  );
 });
 
 test("ancestorsOf and hasReservedSegment agree with splitting on /", () => {

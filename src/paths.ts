@@ -22,9 +22,12 @@ export function isTempPath(relativePath: string): boolean {
 }
 
 const MAX_PATH_BYTES = 1024;
-// C0 controls and DEL; NUL is among them.
+// C0 controls, DEL and the C1 controls (U+0080-U+009F); NUL is among them.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
-const CONTROL = /[\u0000-\u001f\u007f]/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// A UTF-16 surrogate without its partner: no UTF-8 encodes it, so two such
+// paths could name one file (both written as U+FFFD) and no URL can hold it.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface CleanPathOptions {
   /** Allow the empty string (the `path` and `prefix` settings, meaning "the root itself"). */
@@ -44,6 +47,7 @@ export function cleanPathProblem(value: string, options: CleanPathOptions = {}):
     return `is longer than ${MAX_PATH_BYTES} bytes`;
   if (value.includes("\\")) return "must not contain a backslash";
   if (CONTROL.test(value)) return "must not contain NUL or control characters";
+  if (LONE_SURROGATE.test(value)) return "must be valid Unicode (it holds a lone surrogate)";
   if (value.startsWith("/")) return "must be relative (no leading /)";
   if (value.endsWith("/")) return "must not end with /";
   for (const segment of value.split("/")) {
@@ -75,7 +79,9 @@ function _quickClean(value: string): boolean {
     if (code === SLASH) {
       if (!_quickSegment(value, start, i)) return false;
       start = i + 1;
-    } else if (code < 0x20 || code === 0x7f || code === BACKSLASH) return false;
+    } else if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === BACKSLASH) {
+      return false;
+    } else if (code >= 0xd800 && code <= 0xdfff) return false;
   }
   return true;
 }
@@ -145,4 +151,13 @@ export function addAncestors(dirs: Set<string>, path: string): void {
 /** Join clean relative segments, skipping empty ones: joinClean("", "a/b") === "a/b". */
 export function joinClean(...parts: string[]): string {
   return parts.filter((part) => part !== "").join("/");
+}
+
+/**
+ * A name under a root as reports show it: `/srv/site/.distributor.lock`, or
+ * `s3://bucket/prefix/.distributor.lock` for an S3 root, which already ends
+ * with a slash.
+ */
+export function inRoot(root: string, name: string): string {
+  return root.endsWith("/") ? `${root}${name}` : `${root}/${name}`;
 }

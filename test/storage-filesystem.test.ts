@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import {
   link,
@@ -257,6 +258,41 @@ describe("filesystem driver: copied outputs", () => {
       assert.equal(copied, written);
       assert.notEqual(copied, 0o600);
       assert.equal(await readFile(path.join(root, "site.css"), "utf8"), "body{}");
+    }),
+  );
+
+  it(
+    "only the verified bytes of a source file are published: a changed file or a symlink is source_invalid",
+    sandboxed(async ({ root, outside, driver }) => {
+      // Enough small writes first for the write pool to take the small ones:
+      // both paths (worker thread, in-thread copy of a large file) are checked.
+      for (let i = 0; i < 100; i++) await driver.write(`warm/f${i}.txt`, bytes(`${i}`));
+      for (const size of [1000, 600 * 1024]) {
+        const verified = Buffer.alloc(size, 7);
+        const sha256 = `sha256:${createHash("sha256").update(verified).digest("hex")}`;
+        const file = path.join(outside, `src-${size}.bin`);
+        const content = { type: "file" as const, absPath: file, size, sha256 };
+        const changed = Buffer.from(verified);
+        changed[size - 1] = 8;
+        await writeFile(file, changed);
+        await rejectsWithCode(driver.write(`changed-${size}.bin`, content), "source_invalid");
+        // Longer than verified, and a symlink to other content of the same size.
+        await writeFile(file, Buffer.concat([verified, Buffer.from("x")]));
+        await rejectsWithCode(driver.write(`grown-${size}.bin`, content), "source_invalid");
+        const secret = path.join(outside, `secret-${size}.bin`);
+        await writeFile(secret, changed);
+        await rm(file);
+        await symlink(secret, file);
+        await rejectsWithCode(driver.write(`linked-${size}.bin`, content), "source_invalid");
+        for (const name of ["changed", "grown", "linked"]) {
+          assert.equal(existsSync(path.join(root, `${name}-${size}.bin`)), false, name);
+        }
+        assert.deepEqual(await tempFilesUnder(root), []);
+        await rm(file);
+        await writeFile(file, verified);
+        await driver.write(`good-${size}.bin`, content);
+        assert.ok((await readFile(path.join(root, `good-${size}.bin`))).equals(verified));
+      }
     }),
   );
 });

@@ -6,11 +6,16 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import {
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import { DistributorError, LockedError } from "../src/errors.js";
 import { readRoot } from "../src/execution/root-io.js";
 import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
@@ -130,6 +135,22 @@ describe("list, stat, read", () => {
       .map((name) => ({ path: name, size: Buffer.byteLength(name), type: "file" as const }))
       .sort((x, y) => x.path.localeCompare(y.path));
     assert.deepEqual(listed, expected);
+  });
+
+  test("keys that are not clean paths are not listed, and deleteMany of the rest leaves them", async () => {
+    const d = driver("unclean");
+    for (const key of ["unclean/x//y", "unclean/q/../r", "unclean/./s", "unclean/dir/"]) {
+      await raw.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: "" }));
+    }
+    await d.write("ok.txt", { type: "bytes", bytes: bytes("ok") });
+    const listed = await d.list();
+    assert.deepEqual(
+      listed.map((entry) => entry.path),
+      ["ok.txt"],
+    );
+    const results = await d.deleteMany(listed.map((entry) => entry.path));
+    assert.deepEqual(results, [{ path: "ok.txt" }]);
+    await head("unclean/x//y");
   });
 
   test("a prefix with nothing under it lists as empty", async () => {
@@ -287,7 +308,8 @@ describe("write", () => {
     const sha256 = `sha256:${hash.digest("hex")}`;
     const d = driver("large");
     const peakBefore = process.resourceUsage().maxRSS / 1024;
-    await d.write("large.bin", { type: "file", absPath: file }, { sha256 });
+    const content = { type: "file" as const, absPath: file, size: 512 * MiB, sha256 };
+    await d.write("large.bin", content, { sha256 });
     const growth = process.resourceUsage().maxRSS / 1024 - peakBefore;
     await rm(file);
     const meta = await head("large/large.bin");
@@ -296,6 +318,48 @@ describe("write", () => {
     await d.deleteMany(["large.bin"]);
     assert.ok(growth < 200, `peak RSS grew by ${growth.toFixed(0)} MiB for a 512 MiB upload`);
   });
+
+  for (const [name, size, threshold] of [
+    ["a small file", 1000, 64 * MiB],
+    ["a streamed file", 2 * MiB, 64 * MiB],
+    ["a multipart upload", 12 * MiB, 5 * MiB],
+  ] as const) {
+    test(`${name} whose bytes are not the verified ones is never completed: source_invalid`, async () => {
+      // The file changed after verification: the digest it carries is the
+      // verified one, the bytes are not. A symlink in its place is refused too.
+      const file = path.join(tmp, `changed-${size}.bin`);
+      const verified = randomBytes(size);
+      const sha256 = `sha256:${createHash("sha256").update(verified).digest("hex")}`;
+      const changed = Buffer.from(verified);
+      changed[size - 1] = (changed[size - 1] as number) ^ 1;
+      await writeFile(file, changed);
+      const prefix = `changed-${size}`;
+      const d = driver(prefix, { multipartThreshold: threshold });
+      const content = { type: "file" as const, absPath: file, size, sha256 };
+      await assert.rejects(d.write("f.bin", content, { sha256 }), (error: unknown) => {
+        isCode("source_invalid")(error);
+        assert.match((error as Error).message, /changed during the run/);
+        return true;
+      });
+      const link = path.join(tmp, `link-${size}.bin`);
+      await symlink(file, link);
+      await assert.rejects(
+        d.write("g.bin", { ...content, absPath: link }, { sha256 }),
+        isCode("source_invalid"),
+      );
+      for (const key of ["f.bin", "g.bin"]) {
+        await assert.rejects(head(`${prefix}/${key}`), { name: "NotFound" });
+      }
+      const uploads = await raw.send(
+        new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: `${prefix}/` }),
+      );
+      assert.deepEqual(uploads.Uploads ?? [], [], "no multipart upload left open");
+      // The verified bytes go up, with their digest as metadata.
+      await writeFile(file, verified);
+      await d.write("f.bin", content, { sha256 });
+      assert.equal((await head(`${prefix}/f.bin`)).Metadata?.sha256, sha256);
+    });
+  }
 
   test("a missing source file is a storage_error naming the object", async () => {
     const d = driver("write-missing");

@@ -4,9 +4,7 @@
  * reader (or a crash) sees the old file or the new one, never a mix.
  */
 import {
-  chmodSync,
   constants,
-  copyFileSync,
   mkdirSync,
   renameSync,
   rmSync,
@@ -14,7 +12,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { chmod, copyFile, lstat, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, open, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { limiter } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
@@ -33,10 +31,8 @@ import {
   type SmallWrite,
   writePool,
 } from "./_fs-write-pool.js";
+import { copyVerified, readVerifiedSync } from "./_source-read.js";
 import type { VersionToken, WriteOptions } from "./driver.js";
-
-/** The mode `open(..., "wx")` gives a new file under this process's umask. */
-const NEW_FILE_MODE = 0o666 & ~process.umask();
 
 /**
  * Outputs up to this size (without `ifMatch` or `durable`) are written with
@@ -45,7 +41,6 @@ const NEW_FILE_MODE = 0o666 & ~process.umask();
  * itself; above this size the copy dominates and stays off the event loop.
  */
 const SYNC_WRITE_LIMIT = 256 * 1024;
-const COPY_FLAGS = constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE;
 
 /** The filesystem version token: modification time, size and inode. */
 export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): VersionToken {
@@ -129,25 +124,13 @@ async function assertVersion(root: string, relPath: string, expected: VersionTok
 
 /** Write the temp file (exclusive create) and return the token it will keep after the rename. */
 async function fillTemp(temp: string, content: OutputContent, durable: boolean) {
-  if (content.type === "file") {
-    // copyFile lets the kernel copy (copy_file_range, or a reflink where supported).
-    await copyFile(content.absPath, temp, COPY_FLAGS);
-    // copyFile keeps the source's mode; a published file gets the mode any new
-    // file gets, so a 0600 source does not become unreadable to the web server.
-    await chmod(temp, NEW_FILE_MODE);
-    if (durable) {
-      const handle = await open(temp, "r+");
-      try {
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-    }
-    return tokenOf(await stat(temp));
-  }
   const handle = await open(temp, "wx");
   try {
-    await handle.writeFile(content.bytes);
+    // Not a kernel copy (copyFile): the bytes are hashed on the way, so that
+    // only the verified ones are published (_source-read.ts). The new file
+    // gets the mode any new file gets, not the source's.
+    if (content.type === "file") await copyVerified(content, handle);
+    else await handle.writeFile(content.bytes);
     if (durable) await handle.sync();
     return tokenOf(await handle.stat());
   } finally {
@@ -214,20 +197,16 @@ export function writeSmallSync(
   }
   const temp = tempPathIn(dir);
   try {
-    let stats: Stats;
-    if (options.content.type === "file") {
-      copyFileSync(options.content.absPath, temp, COPY_FLAGS);
-      stats = statSync(temp);
-      // copyFile keeps the source's mode; see fillTemp. chmod leaves the token's fields alone.
-      if ((stats.mode & 0o777) !== NEW_FILE_MODE) chmodSync(temp, NEW_FILE_MODE);
-    } else {
-      writeFileSync(temp, options.content.bytes, { flag: "wx" });
-      stats = statSync(temp);
-    }
+    // A source file is read and checked whole (see fillTemp), then written.
+    const content = options.content;
+    const bytes = content.type === "file" ? readVerifiedSync(content) : content.bytes;
+    writeFileSync(temp, bytes, { flag: "wx" });
+    const stats = statSync(temp);
     renameSync(temp, options.target);
     return tokenOf(stats);
   } catch (error) {
     rmSync(temp, { force: true });
+    if (error instanceof DistributorError) throw error;
     throw storageError("write", { root, relPath, error });
   }
 }

@@ -9,6 +9,7 @@ import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
 import { DistributorError } from "../errors.js";
 import type { FileUpload } from "./_s3-upload.js";
+import { readVerifiedSync } from "./_source-read.js";
 
 /** Source files below this size are read into memory and sent as a Buffer. */
 export const SMALL_FILE = 256 * 1024;
@@ -18,6 +19,15 @@ export const SMALL_FILE = 256 * 1024;
  * caller streams it). An unreadable source is a `storage_error` naming it.
  */
 export function readSmallFile(upload: FileUpload, limit: number): Buffer | null {
+  // A small file of verified size is read and checked whole (_source-read.ts).
+  if (upload.size !== undefined && upload.size < limit) {
+    try {
+      return readVerifiedSync(upload);
+    } catch (error) {
+      if (error instanceof DistributorError) throw error;
+      throw unreadableSource(upload, error);
+    }
+  }
   let fd: number | undefined;
   try {
     fd = openSync(upload.absPath, "r");

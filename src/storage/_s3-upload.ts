@@ -2,14 +2,17 @@
  * Uploading a local file to S3 with bounded memory: a streamed single PUT below
  * the multipart threshold, a multipart upload (lib-storage) at or above it.
  * Errors from the server pass through raw for the driver to classify; only a
- * source file that cannot be opened becomes a DistributorError here.
+ * source file that cannot be opened, or whose bytes are not the verified
+ * ones (_source-read.ts), becomes a DistributorError here.
  */
-import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { DistributorError } from "../errors.js";
 import { withRetries } from "./_s3-client.js";
 import { unreadableSource } from "./_s3-put.js";
+import { openVerified, verifyingStream } from "./_source-read.js";
 
 const MiB = 1024 * 1024;
 /** Parts uploaded at once: memory stays at about queueSize × partSize for any file size. */
@@ -20,6 +23,9 @@ export interface FileUpload {
   /** PutObject parameters without Body and ContentLength. */
   params: PutObjectCommandInput;
   absPath: string;
+  /** The verified size and digest: only those bytes are sent (_source-read.ts). */
+  size?: number;
+  sha256?: string;
   /** `s3://bucket/key`, for the error about an unreadable source file. */
   location: string;
   /** Driver path the error names. */
@@ -31,18 +37,23 @@ async function withFileStream<T>(
   upload: FileUpload,
   use: (body: Readable, length: number) => Promise<T>,
 ): Promise<T> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  let handle: FileHandle;
   let length: number;
   try {
-    handle = await open(upload.absPath, "r");
+    handle = await openVerified(upload);
     length = (await handle.stat()).size;
   } catch (error) {
+    if (error instanceof DistributorError) throw error;
     throw unreadableSource(upload, error);
   }
-  const body = handle.createReadStream({ autoClose: false });
+  const file = handle.createReadStream({ autoClose: false });
+  const body = file.pipe(verifyingStream(upload));
+  // A read error ends the body with it (pipe alone would leave it hanging).
+  file.once("error", (error: Error) => body.destroy(error));
   try {
     return await use(body, length);
   } finally {
+    file.destroy();
     body.destroy();
     await handle.close().catch(() => undefined);
   }
@@ -61,7 +72,23 @@ export function putFile(upload: FileUpload): Promise<string | undefined> {
   return withRetries(() =>
     withFileStream(upload, async (body, length) => {
       const input = { ...upload.params, Body: body, ContentLength: length };
-      return (await upload.client.send(new PutObjectCommand(input))).ETag;
+      // The HTTP handler pipes the body without watching it: an error of the
+      // body (bytes that are not the verified ones) aborts the request and is
+      // what this write fails with.
+      const controller = new AbortController();
+      let bodyError: unknown;
+      body.once("error", (error) => {
+        bodyError = error;
+        controller.abort();
+      });
+      try {
+        const sent = await upload.client.send(new PutObjectCommand(input), {
+          abortSignal: controller.signal,
+        });
+        return sent.ETag;
+      } catch (error) {
+        throw bodyError ?? error;
+      }
     }),
   );
 }

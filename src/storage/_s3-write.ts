@@ -60,8 +60,12 @@ export async function sendObject(
   if (content.type === "bytes") return putSmall(content.bytes);
   const upload: FileUpload = {
     client: target.client,
-    params,
+    // The digest goes into the object's metadata only when the bytes sent are
+    // checked against it (verify trusts that metadata instead of re-hashing).
+    params: content.sha256 === options.sha256 ? params : { ...params, Metadata: undefined },
     absPath: content.absPath,
+    size: content.size,
+    sha256: content.sha256,
     location: target.location,
     path: target.path,
   };

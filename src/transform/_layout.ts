@@ -27,7 +27,12 @@ function sourceOutput(bundle: SourceBundle, file: ManifestFile): PlannedOutput {
     mediaType: mediaTypeFor(file.path, file.media_type),
     // Concatenated, not path.join: manifest paths are clean and the bundle's
     // directory is absolute and resolved; join was a fifth of the layout's time.
-    content: { type: "file", absPath: `${bundle.dir}/${file.path}`, size: file.size },
+    content: {
+      type: "file",
+      absPath: `${bundle.dir}/${file.path}`,
+      size: file.size,
+      sha256: file.sha256,
+    },
   };
 }
 
@@ -102,8 +107,7 @@ function assertNoCollisions(slots: readonly Slot[]): void {
       .map(originOf)
       .join(" and ");
   const collisions = new Map<string, string>();
-  // In first-appearance order, as the sort below keeps paths that compare equal
-  // (lone surrogates all encode as U+FFFD).
+  // In first-appearance order; the sort below is by UTF-8 bytes.
   for (const at of planned) if (repeated.has(at)) collisions.set(at, originsAt(at));
   for (const folder of fileFolders) {
     if (collisions.has(folder)) continue;

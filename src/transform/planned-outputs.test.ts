@@ -5,13 +5,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
 import picomatch from "picomatch";
+import { parseManifest } from "../bundle/manifest.js";
 import { writeTestBundle } from "../bundle/testing.js";
 import { loadBundle, openBundle } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
-import { layoutOf } from "./_layout.js";
 import { mediaTypeFor, planOutputs, renderDeferred } from "./planned-outputs.js";
 import { RenderCache } from "./render-cache.js";
 
@@ -95,6 +95,8 @@ describe("planOutputs", () => {
       type: "file",
       absPath: path.join(bundle.dir, "a/img.png"),
       size: 3,
+      // What a driver checks the bytes it copies against.
+      sha256: sha256Digest(Buffer.from("png")),
     });
     assert.equal(png.sha256, sha256Digest(Buffer.from("png")));
     assert.equal(png.size, 3);
@@ -219,18 +221,26 @@ describe("planOutputs", () => {
     assert.deepEqual(error.paths, ["a.html", "b.html"]);
   });
 
-  test("collisions whose paths sort as equal are listed in order of first appearance", () => {
-    // Lone surrogates all encode as U+FFFD, so these paths compare equal in
-    // UTF-8 order; no disk holds both, hence the layout alone (paths only).
-    const names = ["a\ud800.md", "a\ud801.md", "a\ud801.html", "a\ud800.html"];
-    const files = names.map((p) => ({ path: p, size: 1, sha256: `sha256:${"0".repeat(64)}` }));
-    const bundle = { dir: "/nonexistent", identity: { id: "x", digest: "", created: "" }, files };
+  test("paths with lone surrogates never reach the layout: the manifest refuses them", () => {
+    // No UTF-8 encodes a lone surrogate: two such paths would both be written
+    // as U+FFFD, one file for two entries.
+    const manifest = {
+      schema_version: 1,
+      id: "x",
+      created: "2026-06-04T11:55:00Z",
+      files: ["a\ud800.md", "a\ud801.md"].map((p) => ({
+        path: p,
+        size: 1,
+        sha256: `sha256:${"0".repeat(64)}`,
+      })),
+    };
     assert.throws(
-      () => layoutOf(bundle, pipeline()),
+      () => parseManifest(Buffer.from(JSON.stringify(manifest))),
       (error: unknown) => {
         assert.ok(error instanceof DistributorError);
-        assert.equal(error.code, "output_collision");
-        assert.deepEqual(error.paths, ["a\ud800.html", "a\ud801.html"]);
+        assert.equal(error.code, "source_invalid");
+        assert.match(error.message, /files\[0\]\.path: must be valid Unicode/);
+        assert.match(error.message, /files\[1\]\.path: must be valid Unicode/);
         return true;
       },
     );
