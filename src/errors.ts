@@ -3,6 +3,7 @@
  * of these stable codes; exit codes are derived from the code in exactly one place
  * ({@link exitCodeFor}), so commands never pick exit numbers themselves.
  */
+import { inRoot, LOCK_FILE } from "./paths.js";
 
 export const ERROR_CODES = [
   "config_invalid",
@@ -67,7 +68,7 @@ export class LockedError extends DistributorError {
       : "an unknown holder (unreadable lock file)";
     super(
       "locked",
-      `${root} is locked by ${who}. Wait for that run to finish; if it is gone, remove ${root}/.distributor.lock after checking.`,
+      `${root} is locked by ${who}. Wait for that run to finish; if it is gone, remove ${inRoot(root, LOCK_FILE)} after checking.`,
       options,
     );
     this.holder = holder;

@@ -118,6 +118,24 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
   });
 
+  it("a download cut in the middle is a storage_error naming the object, not an internal error", async (t) => {
+    const { proxy, driver } = await hungDriver(t);
+    await driver.write("big.bin", { type: "bytes", bytes: new Uint8Array(2 * 1024 * 1024) });
+    proxy.cutBodyNext(1, 64 * 1024, { method: "GET" });
+    const stream = (await driver.readStream("big.bin")) as AsyncIterable<Uint8Array>;
+    await assert.rejects(
+      (async () => {
+        for await (const _chunk of stream);
+      })(),
+      (error: unknown) => {
+        assert.ok(error instanceof DistributorError, String(error));
+        assert.equal(error.code, "storage_error");
+        assert.match(error.message, /big\.bin/);
+        return true;
+      },
+    );
+  });
+
   it("a small PUT to a server that stops answering fails (storage_error) instead of hanging", async (t) => {
     const { proxy, driver } = await hungDriver(t);
     proxy.delayResponses(30_000, { method: "PUT" });

@@ -7,7 +7,7 @@ import { loadConfig, selectPairs } from "../config/load.js";
 import type { SelectedPair } from "../config/select.js";
 import type { Config } from "../config/types.js";
 import { DistributorError } from "../errors.js";
-import { STATE_FILE } from "../paths.js";
+import { inRoot, STATE_FILE } from "../paths.js";
 import { describeState } from "../state/read.js";
 import type { CatalogState, ClassifiedState } from "../state/types.js";
 
@@ -66,7 +66,7 @@ export function requireValidState(
   state: ClassifiedState,
   context: { root: string; command: string },
 ): CatalogState {
-  const where = `${context.root}/${STATE_FILE}`;
+  const where = inRoot(context.root, STATE_FILE);
   if (state.class === "valid") return state.state;
   if (state.class === "missing") {
     throw new DistributorError(

@@ -4,6 +4,7 @@
  * one multipart upload completed at once), so readers see old or new bytes.
  * Conditional writes use If-None-Match / If-Match, which also build the lock.
  */
+import { PassThrough, type Readable } from "node:stream";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -19,7 +20,13 @@ import { LOCK_FILE } from "../paths.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
 import { isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
-import { deleteKeys, type ListedObject, listKeys, S3Keyspace } from "./_s3-keys.js";
+import {
+  deleteKeys,
+  driverPathProblem,
+  type ListedObject,
+  listKeys,
+  S3Keyspace,
+} from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
 import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
 import { sendObject } from "./_s3-write.js";
@@ -125,8 +132,12 @@ class S3Driver implements StorageDriver {
     const entries: StorageEntry[] = [];
     for (const object of await this.listObjects()) {
       const path = this.keys.pathOf(object.key);
-      // Zero-byte "folder" markers made by consoles and other tools are not files.
-      if (path === "" || path.endsWith("/")) continue;
+      // Zero-byte "folder" markers made by consoles and other tools are not
+      // files, and other keys that are not paths (`a//b`, `a/../b`) are none
+      // of the planner's business: no output can be written there, and a
+      // delete of one would be refused (a force_replace would fail after it
+      // had emptied the rest of the root). They stay, as docs/storage-s3.md says.
+      if (path === "" || driverPathProblem(path) !== null) continue;
       entries.push({ path, size: object.size, type: "file" });
     }
     return entries;
@@ -158,7 +169,12 @@ class S3Driver implements StorageDriver {
         },
       );
     }
-    return body.stream as unknown as NodeJS.ReadableStream;
+    // A connection lost while the body is read is a storage_error like any
+    // failed request, not an error of the caller's loop.
+    const source = body.stream as unknown as Readable;
+    const out = new PassThrough();
+    source.once("error", (error) => out.destroy(this.keys.failure(error, "GetObject", path)));
+    return source.pipe(out);
   }
 
   /**

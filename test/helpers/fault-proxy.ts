@@ -38,6 +38,8 @@ export interface FaultProxy {
   errorNext(count: number, error: { status: number; code: string }, match?: RequestMatch): void;
   /** Shorthand for `errorNext(count, { status: 503, code: "SlowDown" })`. */
   slowDownNext(count: number, match?: RequestMatch): void;
+  /** Pass the next `count` matching responses on, but cut the connection after `bytes` bytes of body. */
+  cutBodyNext(count: number, bytes: number, match?: RequestMatch): void;
   /** Hold every matching response for `ms` before passing it on, until `clear()`. */
   delayResponses(ms: number, match?: RequestMatch): void;
   /** Drop If-None-Match / If-Match from requests (re-signing them), until turned off. */
@@ -57,7 +59,8 @@ export interface FaultProxyOptions {
 type Fault =
   | { kind: "reset" }
   | { kind: "error"; status: number; code: string }
-  | { kind: "delay"; ms: number };
+  | { kind: "delay"; ms: number }
+  | { kind: "cut"; bytes: number };
 
 interface Rule {
   fault: Fault;
@@ -111,6 +114,7 @@ export async function startFaultProxy(
     slowDownNext: (count, match) =>
       add({ kind: "error", status: 503, code: "SlowDown" }, count, match),
     delayResponses: (ms, match) => add({ kind: "delay", ms }, Infinity, match),
+    cutBodyNext: (count, bytes, match) => add({ kind: "cut", bytes }, count, match),
     stripConditions: (enabled) => {
       state.strip = enabled;
     },
@@ -176,7 +180,13 @@ function handle(
     });
     return;
   }
-  forward(state, agent, { req, res, entry, delayMs: fault?.kind === "delay" ? fault.ms : 0 });
+  forward(state, agent, {
+    req,
+    res,
+    entry,
+    delayMs: fault?.kind === "delay" ? fault.ms : 0,
+    cutAfter: fault?.kind === "cut" ? fault.bytes : undefined,
+  });
 }
 
 function forward(
@@ -187,9 +197,11 @@ function forward(
     res: http.ServerResponse;
     entry: LoggedRequest;
     delayMs: number;
+    /** Cut the connection after this many bytes of the response body. */
+    cutAfter?: number;
   },
 ): void {
-  const { req, res, entry, delayMs } = exchange;
+  const { req, res, entry, delayMs, cutAfter } = exchange;
   const headers = { ...req.headers };
   if (state.strip && Object.keys(headers).some((name) => CONDITION_HEADERS.has(name))) {
     for (const name of CONDITION_HEADERS) delete headers[name];
@@ -211,7 +223,21 @@ function forward(
     entry.outcome = answer.statusCode ?? 0;
     const pass = () => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
+      if (cutAfter === undefined) {
+        answer.pipe(res);
+        return;
+      }
+      let sent = 0;
+      answer.on("data", (chunk: Buffer) => {
+        if (sent + chunk.byteLength < cutAfter) {
+          res.write(chunk);
+          sent += chunk.byteLength;
+          return;
+        }
+        res.write(chunk.subarray(0, cutAfter - sent), () => res.socket?.destroy());
+        answer.destroy();
+        entry.outcome = "reset";
+      });
     };
     if (delayMs > 0) setTimeout(pass, delayMs);
     else pass();
