@@ -9,6 +9,7 @@ import os from "node:os";
 import { after, describe, it } from "node:test";
 import {
   ALPHA,
+  ALPHA_FILES,
   ALPHA_OUTPUTS,
   BETA,
   destinationKinds,
@@ -207,6 +208,26 @@ describe("S3 destinations with the same bucket and prefix on two servers", () =>
     assert.equal(result.code, 1, result.stdout);
     assert.equal(result.json.error?.code, "storage_error", result.stdout);
     assert.deepEqual(await destination.listFiles(), [], "nothing was written anywhere");
+  });
+});
+
+describe("an S3 key longer than 1024 bytes under the prefix", () => {
+  it("stops the run before anything is written, dry run included", async () => {
+    const s3 = extraKinds[1] as ReturnType<typeof s3Kind>;
+    const destination = await s3.create();
+    const ws = await workspace(destination);
+    // A clean path of 1015 bytes (in folders: a file name holds at most 255
+    // bytes): fine in a bundle, too long once the prefix is added.
+    const long = `alpha/${`${"x".repeat(200)}/`.repeat(4)}${"y".repeat(201)}.txt`;
+    assert.equal(Buffer.byteLength(long), 1015);
+    await ws.writeAlpha({ ...ALPHA_FILES, [long]: "long\n" });
+    for (const args of [["--dry-run"], []]) {
+      const result = await ws.cli<RunJson>(["run", "--pipeline", "alpha", ...args]);
+      assert.equal(result.code, 1, result.stdout);
+      assert.equal(result.json.error?.code, "storage_error", result.stdout);
+      assert.match(result.stdout, /S3 keys hold at most 1024/);
+    }
+    assert.deepEqual(await destination.listFiles(), [], "nothing was written, not even a state");
   });
 });
 

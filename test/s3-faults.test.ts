@@ -118,6 +118,39 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
   });
 
+  it("a conditional write or lock whose response is lost is not mistaken for another writer's", async (t) => {
+    const { proxy, driver } = await hungDriver(t);
+    const state = new TextEncoder().encode('{"schema_version":4}\n');
+    // The server creates the object, the response is lost, the retry gets 412.
+    proxy.loseResponseNext(1, { method: "PUT", path: /\.distributor\.json$/ });
+    const token = await driver.write(
+      ".distributor.json",
+      { type: "bytes", bytes: state },
+      {
+        ifMatch: null,
+      },
+    );
+    assert.ok(token !== "");
+    proxy.loseResponseNext(1, { method: "PUT", path: /\.distributor\.lock$/ });
+    const lock = await driver.acquireLock();
+    assert.equal(lock.holder.pid, process.pid);
+    await lock.release();
+    assert.equal(await driver.readLock(), null, "the lock was released");
+    assert.ok(
+      proxy.requests.filter((request) => request.outcome === "reset").length >= 2,
+      "both responses were lost",
+    );
+    // Someone else's object is still a conflict.
+    await rejectsWithCodeOf(
+      driver.write(
+        ".distributor.json",
+        { type: "bytes", bytes: state.slice(1) },
+        { ifMatch: null },
+      ),
+      "state_conflict",
+    );
+  });
+
   it("a download cut in the middle is a storage_error naming the object, not an internal error", async (t) => {
     const { proxy, driver } = await hungDriver(t);
     await driver.write("big.bin", { type: "bytes", bytes: new Uint8Array(2 * 1024 * 1024) });
@@ -369,3 +402,11 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.deepEqual(outputGets(), ["data.txt"]);
   });
 });
+
+async function rejectsWithCodeOf(promise: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof DistributorError, String(error));
+    assert.equal(error.code, code, error.message);
+    return true;
+  });
+}

@@ -245,6 +245,7 @@ async function planGroup(
   options: RunOptions & { nowText: string },
   early: EarlyStates,
 ): Promise<PlannedGroup> {
+  assertStorable(group, sources);
   const snapshot = await readRoot(group.driver, early);
   let current = { state: snapshot.state, listing: snapshot.listing };
   const pairs: PlannedPair[] = [];
@@ -274,6 +275,32 @@ async function planGroup(
     if (index < group.pairs.length - 1) current = simulateApplied(plan, current);
   }
   return { group, pairs, token: snapshot.stateToken, listing: snapshot.listing };
+}
+
+/**
+ * Refuse, before anything is read or written, outputs whose path the root
+ * cannot hold (see StorageDriver.pathProblem): written, they would fail
+ * halfway through the apply, after the claim state recorded them.
+ */
+function assertStorable(group: RootGroup, sources: ReadonlyMap<string, PreparedSource>): void {
+  const { driver } = group;
+  if (!driver.pathProblem) return;
+  const refused: { path: string; problem: string }[] = [];
+  for (const pair of group.pairs) {
+    const source = sources.get(pair.pipeline.id) as PreparedSource;
+    for (const output of source.outputs) {
+      const problem = driver.pathProblem(output.path);
+      if (problem !== null) refused.push({ path: output.path, problem });
+    }
+  }
+  if (refused.length === 0) return;
+  const shown = refused.slice(0, 20);
+  const lines = shown.map(({ path, problem }) => `\n  - ${path}: ${problem}`).join("");
+  throw new DistributorError(
+    "storage_error",
+    `${driver.root} cannot hold ${refused.length} planned output(s); nothing was written:${lines}\nShorten those paths in the bundle, or the destination's prefix or path.`,
+    { paths: shown.map(({ path }) => path) },
+  );
 }
 
 /**

@@ -4,7 +4,14 @@
  * wins. A stale lock (dead process on this host) is taken over with an If-Match
  * on the stale lock's version, so two writers taking it over at once cannot
  * both win either.
+ *
+ * A conditional PUT whose response is lost is retried, and the retry is
+ * refused by the object the first attempt created: ours. So each lock
+ * carries a random `lock_id`, and a refused write that finds exactly our
+ * bytes in place has taken the lock (without that, the run reported its own
+ * lock as held by someone else and never released it).
  */
+import { randomBytes } from "node:crypto";
 import { DistributorError, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
 import {
@@ -65,18 +72,23 @@ export async function acquireObjectLock(
   options: { onStaleLock?: (stale: LockHolder) => void } = {},
 ): Promise<LockHandle> {
   const holder = currentLockHolder();
-  const bytes = new TextEncoder().encode(serializeLockHolder(holder));
+  const lockId = randomBytes(8).toString("hex");
+  const bytes = new TextEncoder().encode(serializeLockHolder(holder, lockId));
   for (let attempt = 0; attempt < 2; attempt++) {
     if (await tryWrite(store, bytes, null)) return lockHandle(store, holder, bytes);
     const existing = await store.read(LOCK_FILE);
     // Released between our create and our read: one more create decides.
     if (existing === null) continue;
+    // A retry refused by our own first attempt (see the module comment).
+    if (sameBytes(existing.bytes, bytes)) return lockHandle(store, holder, bytes);
     const current = holderOf(existing);
     if (attempt > 0 || current === null || !isStaleLockHolder(current)) {
       throw new LockedError(store.root, current);
     }
     options.onStaleLock?.(current);
     if (await tryWrite(store, bytes, existing.token)) return lockHandle(store, holder, bytes);
+    const after = await store.read(LOCK_FILE);
+    if (after !== null && sameBytes(after.bytes, bytes)) return lockHandle(store, holder, bytes);
   }
   const last = await store.read(LOCK_FILE);
   throw new LockedError(store.root, last === null ? null : holderOf(last));
@@ -90,7 +102,7 @@ function lockHandle(store: LockStore, holder: LockHolder, bytes: Uint8Array): Lo
       if (released) return;
       const current = await store.read(LOCK_FILE);
       // Only our own lock is removed: a take-over by someone else stays in place.
-      if (current !== null && Buffer.from(current.bytes).equals(Buffer.from(bytes))) {
+      if (current !== null && sameBytes(current.bytes, bytes)) {
         await store.deleteIfMatch(LOCK_FILE, current.token);
       }
       released = true;
@@ -103,4 +115,8 @@ export async function readObjectLock(store: LockStore): Promise<LockHolder | nul
   const current = await store.read(LOCK_FILE);
   if (current === null) return null;
   return holderOf(current) ?? UNREADABLE_LOCK_HOLDER;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }

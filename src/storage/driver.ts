@@ -178,4 +178,12 @@ export interface StorageDriver {
    * describes (S3: user metadata of the same PUT), never beside them.
    */
   storedDigest?(path: string): Promise<StoredDigest | null>;
+
+  /**
+   * Optional: why this root cannot hold an output at the clean path `path`,
+   * or `null` when it can (S3: a key longer than the service allows once the
+   * prefix is added). Asked for every planned output before anything is
+   * written, so that such a path stops the run instead of failing halfway.
+   */
+  pathProblem?(path: string): string | null;
 }

@@ -44,6 +44,8 @@ import type {
 } from "./driver.js";
 
 const MiB = 1024 * 1024;
+/** The longest key S3 (and RGW) accepts, in UTF-8 bytes. */
+const MAX_KEY_BYTES = 1024;
 
 export interface S3DriverOptions {
   bucket: string;
@@ -198,6 +200,11 @@ class S3Driver implements StorageDriver {
       return tokenOfEtag(etag) ?? (await this.currentToken(path)) ?? "";
     } catch (error) {
       if (options.ifMatch !== undefined && isLostRace(error, options.ifMatch)) {
+        // The SDK retries a request whose response was lost; the retry is then
+        // refused by the object the first attempt wrote. Exactly our bytes in
+        // place (a state holds its own timestamps) mean that write happened.
+        const ours = content.type === "bytes" ? await this.tokenIfHolds(path, content.bytes) : null;
+        if (ours !== null) return ours;
         throw this.conflict(path, options, error);
       }
       throw this.keys.failure(error, "PutObject", path);
@@ -257,6 +264,12 @@ class S3Driver implements StorageDriver {
   }
 
   /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
+  pathProblem(path: string): string | null {
+    const bytes = Buffer.byteLength(this.keys.keyPrefix) + Buffer.byteLength(path);
+    if (bytes <= MAX_KEY_BYTES) return null;
+    return `its key under ${this.root} would be ${bytes} bytes, and S3 keys hold at most ${MAX_KEY_BYTES}`;
+  }
+
   async storedDigest(path: string): Promise<StoredDigest | null> {
     const head = await this.head(path);
     if (head === null) return null;
@@ -349,6 +362,13 @@ class S3Driver implements StorageDriver {
       `${this.keys.location(path)} ${what} (conditional write refused). Another run may be writing here; re-run to plan against the current content.`,
       { paths: [path], cause },
     );
+  }
+
+  /** The object's token when it holds exactly `bytes`, else `null` (absent, other bytes, unreadable). */
+  private async tokenIfHolds(path: string, bytes: Uint8Array): Promise<VersionToken | null> {
+    const stored = await this.read(path).catch(() => null);
+    if (stored === null || stored.bytes.byteLength !== bytes.byteLength) return null;
+    return Buffer.from(stored.bytes).equals(bytes) ? stored.token : null;
   }
 
   /** The object's current version token, `null` when it is absent. */

@@ -38,6 +38,8 @@ export interface FaultProxy {
   errorNext(count: number, error: { status: number; code: string }, match?: RequestMatch): void;
   /** Shorthand for `errorNext(count, { status: 503, code: "SlowDown" })`. */
   slowDownNext(count: number, match?: RequestMatch): void;
+  /** Forward the next `count` matching requests, then cut the connection instead of answering. */
+  loseResponseNext(count: number, match?: RequestMatch): void;
   /** Pass the next `count` matching responses on, but cut the connection after `bytes` bytes of body. */
   cutBodyNext(count: number, bytes: number, match?: RequestMatch): void;
   /** Hold every matching response for `ms` before passing it on, until `clear()`. */
@@ -60,7 +62,8 @@ type Fault =
   | { kind: "reset" }
   | { kind: "error"; status: number; code: string }
   | { kind: "delay"; ms: number }
-  | { kind: "cut"; bytes: number };
+  | { kind: "cut"; bytes: number }
+  | { kind: "lose" };
 
 interface Rule {
   fault: Fault;
@@ -115,6 +118,7 @@ export async function startFaultProxy(
       add({ kind: "error", status: 503, code: "SlowDown" }, count, match),
     delayResponses: (ms, match) => add({ kind: "delay", ms }, Infinity, match),
     cutBodyNext: (count, bytes, match) => add({ kind: "cut", bytes }, count, match),
+    loseResponseNext: (count, match) => add({ kind: "lose" }, count, match),
     stripConditions: (enabled) => {
       state.strip = enabled;
     },
@@ -185,7 +189,7 @@ function handle(
     res,
     entry,
     delayMs: fault?.kind === "delay" ? fault.ms : 0,
-    cutAfter: fault?.kind === "cut" ? fault.bytes : undefined,
+    cutAfter: fault?.kind === "cut" ? fault.bytes : fault?.kind === "lose" ? 0 : undefined,
   });
 }
 
@@ -222,6 +226,13 @@ function forward(
   upstream.on("response", (answer) => {
     entry.outcome = answer.statusCode ?? 0;
     const pass = () => {
+      if (cutAfter === 0) {
+        // The server did the work; the client never hears about it.
+        answer.resume();
+        res.socket?.destroy();
+        entry.outcome = "reset";
+        return;
+      }
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       if (cutAfter === undefined) {
         answer.pipe(res);
