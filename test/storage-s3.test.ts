@@ -17,7 +17,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { DistributorError, LockedError } from "../src/errors.js";
-import { readRoot } from "../src/execution/root-io.js";
+import { readRoot, readState } from "../src/execution/root-io.js";
 import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
 import {
   createTestBucket,
@@ -570,6 +570,13 @@ describe("errors", () => {
         /^s3:\/\/dist-test-does-not-exist\/p\/: ListObjectsV2 failed: 404 NoSuchBucket\./,
       );
       assert.ok((error as Error).cause, "keeps the SDK error as cause");
+      return true;
+    });
+    // The state of a missing bucket is not "missing" (status, verify, prune):
+    // a HEAD there is a bare 404, so absence is confirmed by a GET.
+    await assert.rejects(readState(d), (error: unknown) => {
+      isCode("storage_error")(error);
+      assert.match((error as Error).message, /NoSuchBucket/);
       return true;
     });
   });

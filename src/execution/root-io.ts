@@ -83,7 +83,14 @@ export async function readState(
   driver: StorageDriver,
 ): Promise<{ state: ClassifiedState; stateToken: VersionToken | null }> {
   const entry = await driver.stat(STATE_FILE);
-  if (!entry) return { state: classifyState(null), stateToken: null };
+  if (!entry) {
+    // Absent is confirmed by a read: on S3 a HEAD of a key in a bucket that
+    // does not exist is a bare 404 too, where a GET names NoSuchBucket (a
+    // storage_error, not "nothing published here yet").
+    const stored = await driver.read(STATE_FILE);
+    if (!stored) return { state: classifyState(null), stateToken: null };
+    return { state: classifyState({ bytes: stored.bytes }), stateToken: stored.token };
+  }
   if (entry.type !== "file") return { state: classifyState({ notAFile: true }), stateToken: null };
   const stored = await driver.read(STATE_FILE);
   if (!stored) return { state: classifyState(null), stateToken: null };
