@@ -66,7 +66,7 @@ function checkDepth() {
 
 checkDepth();
 // Read from the compiled, unbundled module: the bundle carries the same digest.
-const { rendererCodeDigest } = await import(
+const { ownCodeDigest } = await import(
   pathToFileURL(path.join(compiled, "transform/_renderer-fingerprint.js")).href
 );
 rmSync(outdir, { recursive: true, force: true });
@@ -84,6 +84,6 @@ await build({
   banner: {
     js: 'import { createRequire as distributorCreateRequire } from "node:module"; const require = distributorCreateRequire(import.meta.url);',
   },
-  define: { DISTRIBUTOR_RENDERER_CODE_DIGEST: JSON.stringify(rendererCodeDigest()) },
+  define: { DISTRIBUTOR_RENDERER_CODE_DIGEST: JSON.stringify(ownCodeDigest()) },
   logLevel: "warning",
 });

@@ -14,12 +14,13 @@ import { DISTRIBUTOR_VERSION } from "../version.js";
 const RENDERER_MODULES = ["markdown-to-html.js", "links.js", "style.js", "planned-outputs.js"];
 
 /**
- * Set by the CLI bundle (scripts/bundle-cli.mjs) to what `rendererCodeDigest`
+ * Set by the CLI bundle (scripts/bundle-cli.mjs) to what `ownCodeDigest`
  * returns in dist/src when it is built: a bundle has no RENDERER_MODULES
- * files next to it, and the CLI and the library compute the same keys for
- * one cache directory as long as the installed markdown-it packages are the
- * ones the bundle was built with (otherwise the keys differ, and renders are
- * only missed, never wrongly reused).
+ * files next to it, and it carries exactly the code they held. markdown-it
+ * is not in the bundle (it is loaded from node_modules when a run renders),
+ * so its version and its dependencies' are looked up on every run, by the
+ * CLI as by the library: an upgrade of any of them after the build changes
+ * the keys, and no render of the older code is reused.
  */
 declare const DISTRIBUTOR_RENDERER_CODE_DIGEST: string | undefined;
 
@@ -51,15 +52,8 @@ function packageOf(from: string, name: string): { entry: string; pkg: PackageJso
   return undefined;
 }
 
-/**
- * SHA-256 (hex) of the renderer's code: its own compiled modules, and the
- * versions of markdown-it and its direct dependencies as installed. Something
- * that cannot be found counts as a fixed marker: the rest still changes the
- * digest on every upgrade. The CLI bundle carries the value computed when it
- * was built, which is also the code it runs (and finding the packages took
- * 5-11 ms of every run).
- */
-export function rendererCodeDigest(): string {
+/** SHA-256 (hex) of the transform's own compiled modules (in the CLI bundle: baked in). */
+export function ownCodeDigest(): string {
   if (typeof DISTRIBUTOR_RENDERER_CODE_DIGEST === "string") return DISTRIBUTOR_RENDERER_CODE_DIGEST;
   const hash = createHash("sha256");
   const here = fileURLToPath(import.meta.url);
@@ -70,6 +64,20 @@ export function rendererCodeDigest(): string {
       hash.update(`missing ${module}`);
     }
   }
+  return hash.digest("hex");
+}
+
+/**
+ * SHA-256 (hex) of the renderer's code: its own modules (ownCodeDigest), and
+ * the versions of markdown-it and its direct dependencies as installed now.
+ * Something that cannot be found counts as a fixed marker: the rest still
+ * changes the digest on every upgrade. Finding the packages takes 5-11 ms of
+ * a run that renders.
+ */
+export function rendererCodeDigest(): string {
+  const hash = createHash("sha256");
+  hash.update(ownCodeDigest());
+  const here = fileURLToPath(import.meta.url);
   const markdownIt = packageOf(here, "markdown-it");
   hash.update(`\0markdown-it@${markdownIt?.pkg.version}`);
   for (const dependency of Object.keys(markdownIt?.pkg.dependencies ?? {}).sort()) {
