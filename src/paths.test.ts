@@ -6,6 +6,7 @@ import {
   cleanPathProblem,
   compareUtf8,
   hasReservedSegment,
+  inRoot,
   isTempPath,
 } from "./paths.js";
 
@@ -136,4 +137,9 @@ test("baseName and isTempPath look at the last segment only", () => {
   assert.equal(isTempPath("docs/.distributor.tmp-x1"), true);
   assert.equal(isTempPath(".distributor.tmp-x1/inside.txt"), false);
   assert.equal(isTempPath("docs/x.distributor.tmp-1"), false);
+});
+
+test("inRoot joins a name under a directory root and an S3 root, which ends with a slash", () => {
+  assert.equal(inRoot("/srv/site", ".distributor.lock"), "/srv/site/.distributor.lock");
+  assert.equal(inRoot("s3://bucket/p/", ".distributor.lock"), "s3://bucket/p/.distributor.lock");
 });
