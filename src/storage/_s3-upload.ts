@@ -12,7 +12,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { DistributorError } from "../errors.js";
 import { withRetries } from "./_s3-client.js";
 import { unreadableSource } from "./_s3-put.js";
-import { openVerified, verifyingStream } from "./_source-read.js";
+import { changedSource, openVerified, verifyingStream } from "./_source-read.js";
 
 const MiB = 1024 * 1024;
 /** Parts uploaded at once: memory stays at about queueSize × partSize for any file size. */
@@ -45,6 +45,10 @@ async function withFileStream<T>(
   } catch (error) {
     if (error instanceof DistributorError) throw error;
     throw unreadableSource(upload, error);
+  }
+  if (upload.size !== undefined && length !== upload.size) {
+    await handle.close().catch(() => undefined);
+    throw changedSource(upload, `${length} bytes where ${upload.size} were verified`);
   }
   const file = handle.createReadStream({ autoClose: false });
   const body = file.pipe(verifyingStream(upload));

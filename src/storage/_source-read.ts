@@ -106,9 +106,14 @@ export async function copyVerified(source: VerifiedSource, target: FileHandle): 
       const buffer = buffers[turn % 2] as Buffer;
       const { bytesRead } = await handle.read(buffer, 0, CHUNK, copied);
       if (bytesRead === 0) break;
+      // Grown past the verified size: refused now, not after copying it all.
+      if (source.size !== undefined && copied + bytesRead > source.size) {
+        await writing;
+        throw changedSource(source, `more than the ${source.size} bytes verified`);
+      }
       hash?.update(buffer.subarray(0, bytesRead));
       await writing;
-      const write = target.write(buffer, 0, bytesRead, copied);
+      const write = writeFully(target, buffer.subarray(0, bytesRead), copied);
       // Awaited in the next turn; a failure meanwhile must not go unhandled.
       write.catch(() => undefined);
       writing = write;
@@ -119,6 +124,20 @@ export async function copyVerified(source: VerifiedSource, target: FileHandle): 
     return copied;
   } finally {
     await handle.close();
+  }
+}
+
+/** Write all of `bytes` at `position` (a write may take fewer bytes than asked). */
+async function writeFully(target: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < bytes.byteLength; ) {
+    const { bytesWritten } = await target.write(
+      bytes,
+      done,
+      bytes.byteLength - done,
+      position + done,
+    );
+    if (bytesWritten === 0) throw new Error("write took no bytes");
+    done += bytesWritten;
   }
 }
 
@@ -151,8 +170,15 @@ export function verifyingStream(source: VerifiedSource): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      hash?.update(chunk);
       seen += chunk.byteLength;
+      // A file that grew is refused before a byte past the verified size is
+      // passed on: the request's Content-Length is the verified size, and a
+      // server that got that many bytes would complete the object.
+      if (source.size !== undefined && seen > source.size) {
+        done(changedSource(source, `more than the ${source.size} bytes verified`));
+        return;
+      }
+      hash?.update(chunk);
       const previous = held;
       held = chunk;
       done(null, previous ?? undefined);
