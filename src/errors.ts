@@ -3,6 +3,7 @@
  * of these stable codes; exit codes are derived from the code in exactly one place
  * ({@link exitCodeFor}), so commands never pick exit numbers themselves.
  */
+import os from "node:os";
 import { inRoot, LOCK_FILE } from "./paths.js";
 
 export const ERROR_CODES = [
@@ -58,13 +59,22 @@ export interface LockHolder {
   started_at: string;
 }
 
+/**
+ * A holder with this process's hostname and pid cannot be judged alive or
+ * dead (see isStaleLockHolder): say what it may be.
+ */
+function ownPidHint(holder: LockHolder): string {
+  if (holder.hostname !== os.hostname() || holder.pid !== process.pid) return "";
+  return " (this process's own host and pid: another run in this process, another container with the same hostname, or this container before a restart, whose lock nothing can tell from a live one)";
+}
+
 /** `locked`: another writer holds the root's lock (terraform's LockError: who and since when). */
 export class LockedError extends DistributorError {
   readonly holder: LockHolder | null;
 
   constructor(root: string, holder: LockHolder | null, options: DistributorErrorOptions = {}) {
     const who = holder
-      ? `${holder.hostname} pid ${holder.pid} since ${holder.started_at}`
+      ? `${holder.hostname} pid ${holder.pid} since ${holder.started_at}${ownPidHint(holder)}`
       : "an unknown holder (unreadable lock file)";
     super(
       "locked",

@@ -102,20 +102,10 @@ describe("stale lock detection", () => {
     assert.equal(isStaleLockHolder({ ...dead, pid: process.ppid }), false);
   });
 
-  it("a lock with our own pid is stale only if it was taken before this process started", () => {
-    // A container's pid 1 restarted with the same hostname finds the lock of
-    // the process it replaces, with its own pid.
+  it("a lock with our own host and pid is never stale: it may be a twin container's", () => {
     const mine = { hostname: os.hostname(), pid: process.pid };
-    const before = new Date(performance.timeOrigin - 5_000);
-    assert.equal(isStaleLockHolder({ ...mine, started_at: formatUtcSeconds(before) }), true);
-    assert.equal(isStaleLockHolder({ ...mine, started_at: formatUtcSeconds(new Date()) }), false);
-    // The second this process started in may hold a lock of its own.
-    const startSecond = new Date(performance.timeOrigin);
-    assert.equal(isStaleLockHolder({ ...mine, started_at: formatUtcSeconds(startSecond) }), false);
-    assert.equal(isStaleLockHolder({ ...mine, started_at: "not a time" }), false);
-    assert.equal(
-      isStaleLockHolder({ ...mine, hostname: "elsewhere", started_at: "2020-01-01T00:00:00Z" }),
-      false,
-    );
+    for (const started of [new Date(performance.timeOrigin - 60_000), new Date()]) {
+      assert.equal(isStaleLockHolder({ ...mine, started_at: formatUtcSeconds(started) }), false);
+    }
   });
 });

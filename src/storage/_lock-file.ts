@@ -94,21 +94,15 @@ export function isProcessAlive(pid: number): boolean {
  * A lock is stale only when it was taken on this host by a process that no
  * longer exists. A holder on another host can never be judged from here.
  *
- * Our own pid is alive, but it may have been an earlier process's: a program
- * that runs as pid 1 in a container gets the same pid and hostname again
- * after a restart. A lock with our pid taken before this process started
- * (whole seconds, as locks record them) is that earlier process's, and it is
- * dead; one taken since may be this process's own, and is never stale.
+ * Nor can a holder with our own pid: it is this process, or, in containers
+ * that share a hostname, a program running as pid 1 in another container
+ * (alive, invisible from here), or the previous incarnation of this container
+ * before a restart (dead). The last two look the same from inside, and taking
+ * over a live twin's lock would put two writers on one root, so such a lock
+ * stays held; LockedError says what it may be and how to clear it.
  */
 export function isStaleLockHolder(holder: LockHolder, hostname: string = os.hostname()): boolean {
   if (holder.hostname !== hostname) return false;
-  if (holder.pid === process.pid) return takenBeforeThisProcess(holder.started_at);
+  if (holder.pid === process.pid) return false;
   return !isProcessAlive(holder.pid);
-}
-
-function takenBeforeThisProcess(startedAt: string): boolean {
-  const taken = Date.parse(startedAt);
-  const started = Math.floor(performance.timeOrigin / 1000) * 1000;
-  // An unreadable time is not proof of anything: the lock stays held.
-  return Number.isFinite(taken) && taken < started;
 }
