@@ -51,7 +51,7 @@ async function dispatch(argv: readonly string[]): Promise<number> {
     (signal) => warn(`${signal} received: releasing locks and stopping`),
     (signal) =>
       warn(
-        `${signal} received again: still stopping (writes already started end first, at most ${STOP_WAIT_MS / 1000} s), then the locks are released`,
+        `${signal} received again: still stopping: writes already started end first, then the locks are released (at most ${STOP_WAIT_MS / 1000} s each)`,
       ),
   );
   if (argv.length === 0) {

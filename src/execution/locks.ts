@@ -59,16 +59,24 @@ export async function withLocks<T>(
  * released (by `withLocks` returning as the signal's wait ends) must still
  * wait for that release before the process exits, or the lock stays behind.
  */
-const releasing = new Set<Promise<void>>();
+const releasing = new Map<Promise<LockHandle>, Promise<void>>();
 
+/**
+ * Release one acquisition, once: a second call (withLocks and a signal
+ * handler at the same moment) gets the release already under way, so the
+ * lock file is never read and removed twice (the second removal could hit
+ * a lock another run took in between).
+ */
 function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
+  const pending = releasing.get(acquisition);
+  if (pending) return pending;
   held.delete(acquisition);
   const release = (async () => {
     const handle = await acquisition.catch(() => null);
     await handle?.release();
   })();
-  releasing.add(release);
-  const done = () => releasing.delete(release);
+  releasing.set(acquisition, release);
+  const done = () => releasing.delete(acquisition);
   release.then(done, done);
   return release;
 }
@@ -79,7 +87,15 @@ function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
  */
 export async function releaseAllLocks(): Promise<void> {
   const started = [...held].map((acquisition) => releaseOne(acquisition));
-  await Promise.allSettled([...started, ...releasing]);
+  await Promise.allSettled([...started, ...releasing.values()]);
+}
+
+/** `promise`, or nothing once `ms` have passed. */
+function atMost(promise: Promise<void>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+    promise.then(resolve, resolve);
+  });
 }
 
 /** Writes and deletes of apply steps in progress (see unlessStopped). */
@@ -137,7 +153,9 @@ export function interruptedExitCode(): number | null {
  *
  * A second signal while that happens (an impatient Ctrl-C) does not cut it
  * short: Node's default would end the process at once and leave the locks
- * behind. It gets `onRepeat` instead; SIGKILL still ends the process.
+ * behind. It gets `onRepeat` instead; SIGKILL still ends the process. Both
+ * waits are bounded by STOP_WAIT_MS, so the process exits within about
+ * twice that.
  */
 export function installSignalHandlers(
   onSignal?: (signal: NodeJS.Signals) => void,
@@ -158,9 +176,12 @@ export function installSignalHandlers(
       stopping = true;
       signalExitCode = code;
       onSignal?.(signal);
+      // Releasing is bounded too: a storage that hangs (an S3 endpoint
+      // retrying with backoff, a dead network mount) must not keep the
+      // process from exiting; the next run takes a dead holder's lock over.
       void stopWrites()
         .then(stepsSettled)
-        .then(releaseAllLocks)
+        .then(() => atMost(releaseAllLocks(), STOP_WAIT_MS))
         .finally(() => process.exit(code));
     });
   }
