@@ -8,11 +8,14 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
+import { HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { DistributorError } from "../src/errors.js";
 import { unlessStopped } from "../src/execution/locks.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { createFilesystemDriver, stopWrites } from "../src/storage/filesystem.js";
+import { createS3Driver } from "../src/storage/s3.js";
 import { cleanupTempDirs, listFiles, tempDir } from "./helpers/fixtures.js";
+import { createTestBucket, ensureS3Server, removeTestBucket, testS3Client } from "./s3-server.js";
 
 after(cleanupTempDirs);
 
@@ -67,4 +70,36 @@ test("after stopWrites, no write lands and none starts", async () => {
     /Writing stopped/,
   );
   assert.equal(started, false, "no apply step starts after the stop");
+});
+
+test("after stopWrites, an S3 driver sends no further delete batch", async () => {
+  // Runs after the test above has stopped writes for this process.
+  const server = await ensureS3Server();
+  const bucket = await createTestBucket();
+  const client = testS3Client(server);
+  try {
+    const keys = ["p/a.txt", "p/b.txt"];
+    for (const Key of keys) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key, Body: "x" }));
+    }
+    const driver = createS3Driver({
+      bucket,
+      prefix: "p",
+      endpoint: server.endpoint,
+      region: server.region,
+      forcePathStyle: true,
+    });
+    const results = await driver.deleteMany(["a.txt", "b.txt"]);
+    assert.deepEqual(
+      results.map((result) => [result.path, /Writing stopped/.test(result.error ?? "")]),
+      [
+        ["a.txt", true],
+        ["b.txt", true],
+      ],
+    );
+    for (const Key of keys) await client.send(new HeadObjectCommand({ Bucket: bucket, Key }));
+  } finally {
+    client.destroy();
+    await removeTestBucket(bucket);
+  }
 });

@@ -18,11 +18,21 @@ const DELETE_BATCH = 1000;
 export async function deleteKeys(
   client: S3Client,
   bucket: string,
-  options: { keys: readonly string[]; describe: (error: unknown) => string },
+  options: {
+    keys: readonly string[];
+    describe: (error: unknown) => string;
+    /** Why no further batch may be sent (the process is stopping), or null. */
+    stopped?: () => string | null;
+  },
 ): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
   for (let start = 0; start < options.keys.length; start += DELETE_BATCH) {
     const batch = options.keys.slice(start, start + DELETE_BATCH);
+    const stopped = options.stopped?.() ?? null;
+    if (stopped !== null) {
+      for (const key of options.keys.slice(start)) failures.set(key, stopped);
+      break;
+    }
     try {
       const out = await client.send(
         new DeleteObjectsCommand({

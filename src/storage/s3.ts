@@ -17,6 +17,7 @@ import { DistributorError, type LockHolder } from "../errors.js";
 import { SHA256_DIGEST } from "../hashing.js";
 import type { OutputContent } from "../model.js";
 import { LOCK_FILE } from "../paths.js";
+import { stoppedMessage, writesStopped } from "./_fs-write-pool.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
 import { isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
@@ -223,7 +224,10 @@ class S3Driver implements StorageDriver {
       }
     }
     const describe = (error: unknown) => this.keys.failure(error, "DeleteObjects").message;
-    const failures = await deleteKeys(this.client, this.keys.bucket, { keys, describe });
+    // A signal stops the deletes between batches, as the filesystem's stop
+    // between files: the lock is released once the batch in flight ends.
+    const stopped = () => (writesStopped() ? stoppedMessage() : null);
+    const failures = await deleteKeys(this.client, this.keys.bucket, { keys, describe, stopped });
     for (const [key, error] of failures) {
       const path = this.keys.pathOf(key);
       results.set(path, { path, error });
@@ -263,13 +267,14 @@ class S3Driver implements StorageDriver {
     return readObjectLock(this.lockStore());
   }
 
-  /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
+  /** S3 keys hold at most 1024 bytes, the prefix included (StorageDriver.pathProblem). */
   pathProblem(path: string): string | null {
     const bytes = Buffer.byteLength(this.keys.keyPrefix) + Buffer.byteLength(path);
     if (bytes <= MAX_KEY_BYTES) return null;
     return `its key under ${this.root} would be ${bytes} bytes, and S3 keys hold at most ${MAX_KEY_BYTES}`;
   }
 
+  /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
   async storedDigest(path: string): Promise<StoredDigest | null> {
     const head = await this.head(path);
     if (head === null) return null;
