@@ -7,6 +7,7 @@
  * announced, and verify trusts the digest metadata instead of downloading.
  */
 import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
@@ -21,7 +22,7 @@ import {
   workspace,
 } from "./helpers/destinations.js";
 import { type FaultProxy, startFaultProxy } from "./helpers/fault-proxy.js";
-import { cleanupTempDirs, runCli, sha256, spawnCli } from "./helpers/fixtures.js";
+import { cleanupTempDirs, runCli, sha256, spawnCli, tempDir } from "./helpers/fixtures.js";
 import { createTestBucket, ensureS3Server, removeTestBucket } from "./s3-server.js";
 
 interface RunJson {
@@ -148,6 +149,41 @@ describe("S3 under faults", { concurrency: 3 }, () => {
         { ifMatch: null },
       ),
       "state_conflict",
+    );
+  });
+
+  it("a multipart upload of changed bytes is source_invalid even when aborting it fails", async (t) => {
+    const { proxy } = await hungDriver(t);
+    const server = await ensureS3Server();
+    const bucket = await createTestBucket();
+    t.after(() => removeTestBucket(bucket));
+    const driver = createS3Driver({
+      bucket,
+      prefix: "abort",
+      region: server.region,
+      endpoint: proxy.endpoint,
+      forcePathStyle: true,
+      multipartThreshold: 5 * 1024 * 1024,
+    });
+    const dir = await tempDir("distributor-abort-");
+    const file = path.join(dir, "big.bin");
+    const verified = Buffer.alloc(12 * 1024 * 1024, 1);
+    await writeFile(file, Buffer.alloc(12 * 1024 * 1024, 2));
+    // AbortMultipartUpload is a DELETE with an uploadId.
+    proxy.errorNext(Infinity, { status: 500, code: "InternalError" }, { method: "DELETE" });
+    const content = {
+      type: "file" as const,
+      absPath: file,
+      size: verified.byteLength,
+      sha256: sha256(verified),
+    };
+    await rejectsWithCodeOf(
+      driver.write("big.bin", content, { sha256: content.sha256 }),
+      "source_invalid",
+    );
+    assert.ok(
+      proxy.requests.some((request) => request.method === "DELETE"),
+      "the abort was tried",
     );
   });
 

@@ -115,6 +115,16 @@ export function uploadFileMultipart(
       partSize,
       queueSize: QUEUE_SIZE,
     });
-    return (await multipart.done()).ETag;
+    // lib-storage aborts the upload when the body fails, and an error of
+    // that abort would replace the body's (source_invalid): keep the body's.
+    let bodyError: unknown;
+    body.once("error", (error) => {
+      bodyError = error;
+    });
+    try {
+      return (await multipart.done()).ETag;
+    } catch (error) {
+      throw bodyError ?? error;
+    }
   });
 }
