@@ -12,7 +12,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { setImmediate, setTimeout } from "node:timers/promises";
 import { EarlyStates } from "../src/execution/early-state.js";
-import { readRoot } from "../src/execution/root-io.js";
+import { readRoot, readState } from "../src/execution/root-io.js";
 import { STATE_FILE } from "../src/paths.js";
 import type { CatalogState, OutputRecord } from "../src/state/types.js";
 import { serializeState } from "../src/state/write.js";
@@ -225,4 +225,31 @@ describe("EarlyStates", () => {
       assert.equal(early.take(root, bytes), undefined);
     });
   }
+});
+
+describe("a state this process may not read", () => {
+  test("is invalid (SPEC §5: unreadable), for run and for the maintenance commands", async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), "distributor-unreadable-"));
+    await writeFile(path.join(root, STATE_FILE), serializeState(stateWith(1)));
+    const real = createFilesystemDriver({ root });
+    // As a filesystem driver answers for a 0600 file of another user (tests
+    // run as root here, who may read anything).
+    const denied = Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
+    const driver: StorageDriver = Object.assign(Object.create(real), {
+      read: async () => {
+        throw Object.assign(new Error("storage_error"), { cause: denied });
+      },
+    });
+    const snapshot = await readRoot(driver);
+    assert.deepEqual(snapshot.state, { class: "invalid", reason: "unreadable (EACCES)" });
+    assert.deepEqual((await readState(driver)).state, snapshot.state);
+    // Any other failure to read stays a storage error.
+    const broken: StorageDriver = Object.assign(Object.create(real), {
+      read: async () => {
+        throw Object.assign(new Error("EIO"), { cause: { code: "EIO" } });
+      },
+    });
+    await assert.rejects(readRoot(broken), /EIO/);
+    await assert.rejects(readState(broken), /EIO/);
+  });
 });

@@ -74,8 +74,24 @@ export async function readRoot(driver: StorageDriver, early?: EarlyStates): Prom
   if (entry && entry.type !== "file") {
     return { listing, foldsCase, state: classifyState({ notAFile: true }), stateToken: null };
   }
-  if (entry && readError) throw readError.error;
+  if (entry && readError) {
+    const denied = permissionDenied(readError.error);
+    if (denied === null) throw readError.error;
+    return { listing, foldsCase, state: classifyState({ unreadable: denied }), stateToken: null };
+  }
   return { listing, foldsCase, state: classifyState(null), stateToken: null };
+}
+
+/**
+ * The errno code when `error` says this process may not read the file
+ * (EACCES, EPERM): an unreadable state is `invalid` (SPEC §5), a plan's
+ * fail_conflict, not a failed run. Other read errors (an S3 request that
+ * failed, EIO) stay storage errors.
+ */
+function permissionDenied(error: unknown): string | null {
+  const cause = (error as { cause?: unknown } | null)?.cause ?? error;
+  const code = (cause as NodeJS.ErrnoException | null)?.code;
+  return code === "EACCES" || code === "EPERM" ? code : null;
 }
 
 /** The classified state alone, without listing the root (status, reconcile, prune). */
@@ -92,7 +108,14 @@ export async function readState(
     return { state: classifyState({ bytes: stored.bytes }), stateToken: stored.token };
   }
   if (entry.type !== "file") return { state: classifyState({ notAFile: true }), stateToken: null };
-  const stored = await driver.read(STATE_FILE);
+  let stored: StoredBytes | null;
+  try {
+    stored = await driver.read(STATE_FILE);
+  } catch (error) {
+    const denied = permissionDenied(error);
+    if (denied === null) throw error;
+    return { state: classifyState({ unreadable: denied }), stateToken: null };
+  }
   if (!stored) return { state: classifyState(null), stateToken: null };
   return { state: classifyState({ bytes: stored.bytes }), stateToken: stored.token };
 }

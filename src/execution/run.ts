@@ -101,6 +101,7 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
   try {
     const sources = await prepareSources(pairs, options.source, renderCache, early);
     const groups = await opening;
+    if (options.force) refuseSharedForce(groups);
     const body = () => planAndApply(groups, sources, options, early);
     if (options.dryRun) return await body();
     return await withLocks(
@@ -113,6 +114,21 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     // A dry run writes nothing, not even the cache (it still reads it).
     if (!options.dryRun) renderCache?.save();
   }
+}
+
+/**
+ * force_replace empties the root before it writes: two forced pairs on one
+ * root would each delete what the other wrote, leaving only the last pair's
+ * outputs while both reported theirs as created.
+ */
+function refuseSharedForce(groups: readonly RootGroup[]): void {
+  const shared = groups.find((group) => group.pairs.length > 1);
+  if (!shared) return;
+  const names = shared.pairs.map((pair) => `${pair.pipeline.id} → ${pair.destination.id}`);
+  throw new DistributorError(
+    "usage",
+    `--force would empty ${shared.driver.root} once for each of ${names.join(", ")}, and each would delete what the one before wrote. Force one pipeline and destination at a time; the others then publish with a plain run.`,
+  );
 }
 
 function configOptions(options: RunOptions) {

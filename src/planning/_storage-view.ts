@@ -19,6 +19,12 @@ export interface StorageView {
    * so such a folder can never be cleared for a file.
    */
   toolDirs: ReadonlySet<string>;
+  /**
+   * Folders that are other roots: they hold a `.distributor.*` file other
+   * than a temporary one (a lock or a state) themselves. What is inside them
+   * is that root's to manage.
+   */
+  nestedRoots: ReadonlySet<string>;
 }
 
 /** Something in storage that stops a planned output from being written where it is. */
@@ -42,10 +48,15 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   const dirs = new Set<string>();
   const emptyDirs = new Set<string>();
   const toolDirs = new Set<string>();
+  const nestedRoots = new Set<string>();
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) {
       // Temporary files of this root are removed before anything is applied.
-      if (!isTempPath(entry.path)) addAncestors(toolDirs, entry.path);
+      if (!isTempPath(entry.path)) {
+        addAncestors(toolDirs, entry.path);
+        const slash = entry.path.lastIndexOf("/");
+        if (slash > 0) nestedRoots.add(entry.path.slice(0, slash));
+      }
       continue;
     }
     // An empty directory blocks a file at its path like any other directory,
@@ -56,7 +67,7 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
     } else entries.set(entry.path, entry);
     addAncestors(dirs, entry.path);
   }
-  return { entries, dirs, emptyDirs, toolDirs };
+  return { entries, dirs, emptyDirs, toolDirs, nestedRoots };
 }
 
 /** Non-reserved paths in the view, sorted by UTF-8 bytes. */
@@ -74,6 +85,16 @@ export function structuralBlocker(view: StorageView, path: string): Blocker | nu
   // Shallowest first, as ancestorsOf() lists them, without building the list.
   for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
     const ancestor = path.slice(0, i);
+    // Inside another root: its catalog manages what is there (a run of it may
+    // be planned in this very run, against a listing without this output).
+    if (view.nestedRoots.has(ancestor)) {
+      return {
+        path: ancestor,
+        why: `another root (a folder with its own .distributor.* files) around ${path}`,
+        unsafe: false,
+        nestedRoot: true,
+      };
+    }
     const entry = view.entries.get(ancestor);
     if (entry?.type === "symlink") {
       return { path: ancestor, why: `a symbolic link on the way to ${path}`, unsafe: true };

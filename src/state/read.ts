@@ -12,7 +12,12 @@ import { STATE_SCHEMA_VERSION } from "./types.js";
  * What the caller found at the state path: its bytes, a non-file (a symlink, a
  * directory, a fifo — never followed or read), or `null` when nothing is there.
  */
-export type StateInput = { bytes: Uint8Array } | { notAFile: true } | null;
+export type StateInput =
+  | { bytes: Uint8Array }
+  | { notAFile: true }
+  /** A file this process may not read (EACCES): `invalid` too (SPEC §5: "unreadable"). */
+  | { unreadable: string }
+  | null;
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -28,6 +33,8 @@ export function classifyState(input: StateInput): ClassifiedState {
   if ("notAFile" in input) {
     return { class: "invalid", reason: "not a regular file (a symlink, directory or other entry)" };
   }
+  if ("unreadable" in input)
+    return { class: "invalid", reason: `unreadable (${input.unreadable})` };
   const parsed = _parse(input.bytes);
   if ("reason" in parsed) return { class: "invalid", reason: parsed.reason };
   const document = parsed.value;

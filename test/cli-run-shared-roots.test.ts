@@ -1,0 +1,78 @@
+/**
+ * Several destinations in one run whose roots overlap: one nested in the
+ * other, or one root shared by two pairs under --force. Every root is planned
+ * before any is applied, so what one pair writes must never be what another
+ * root manages.
+ */
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { after, test } from "node:test";
+import {
+  cleanupTempDirs,
+  listFiles,
+  runCliJson,
+  tempDir,
+  writeBundle,
+} from "./helpers/fixtures.js";
+import { writeConfigSpec } from "./helpers/scenario.js";
+
+after(cleanupTempDirs);
+
+interface RunJson {
+  ok: boolean;
+  results?: Array<{
+    pipeline_id: string;
+    action: string;
+    error: { code: string; paths?: string[] } | null;
+  }>;
+  error?: { code: string; message: string };
+}
+
+test("an output of the outer root inside a nested root of the same run is refused; nothing is written", async () => {
+  const base = await tempDir("distributor-nested-");
+  await writeBundle(path.join(base, "outer"), { "sub/x.txt": "outer\n" }, { id: "outer.v1" });
+  await writeBundle(path.join(base, "inner"), { "x.txt": "inner\n" }, { id: "inner.v1" });
+  const root = path.join(base, "pub");
+  const config = await writeConfigSpec(base, {
+    pipelines: {
+      outer: { source: path.join(base, "outer"), destinations: ["site"] },
+      inner: { source: path.join(base, "inner"), destinations: ["sub"] },
+    },
+    destinations: { site: { root }, sub: { root, path: "sub" } },
+  });
+  const result = await runCliJson<RunJson>(["run", "--config", config]);
+  assert.equal(result.code, 1, result.stdout);
+  const outer = result.json.results?.find((pair) => pair.pipeline_id === "outer");
+  assert.equal(outer?.action, "fail_unmanaged", result.stdout);
+  assert.deepEqual(outer?.error?.paths, ["sub"]);
+  assert.deepEqual(await listFiles(root).catch(() => []), [], "nothing was written");
+});
+
+test("--force on two pairs that share a root is a usage error; the root is left alone", async () => {
+  const base = await tempDir("distributor-force-shared-");
+  await writeBundle(path.join(base, "a"), { "a.txt": "a\n" }, { id: "a.v1" });
+  await writeBundle(path.join(base, "b"), { "b.txt": "b\n" }, { id: "b.v1" });
+  const root = path.join(base, "pub");
+  const config = await writeConfigSpec(base, {
+    pipelines: {
+      p1: { source: path.join(base, "a"), destinations: ["d1"] },
+      p2: { source: path.join(base, "b"), destinations: ["d2"] },
+    },
+    destinations: { d1: { root }, d2: { root } },
+  });
+  assert.equal((await runCliJson<RunJson>(["run", "--config", config])).code, 0);
+  const state = await readFile(path.join(root, ".distributor.json"), "utf8");
+  const forced = await runCliJson<RunJson>([
+    "run",
+    "--config",
+    config,
+    "--force",
+    ...["--pipeline", "p1", "--pipeline", "p2", "--destination", "d1", "--destination", "d2"],
+  ]);
+  assert.equal(forced.code, 2, forced.stdout);
+  assert.equal(forced.json.error?.code, "usage");
+  assert.match(forced.json.error?.message ?? "", /Force one pipeline and destination at a time/);
+  assert.deepEqual(await listFiles(root), [".distributor.json", "a.txt", "b.txt"]);
+  assert.equal(await readFile(path.join(root, ".distributor.json"), "utf8"), state);
+});
