@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { cleanupTempDirs, listFiles, runCliJson, writeBundle } from "./helpers/fixtures.js";
+import { cleanupTempDirs, listFiles, runCli, runCliJson, writeBundle } from "./helpers/fixtures.js";
 import {
   deadPid,
   exists,
@@ -106,6 +106,19 @@ describe("usage", () => {
     assertErrorOnly(json, "usage");
     assert.match(json.error?.message ?? "", /--bogus/);
     assert.equal(hasStackTrace(stderr), false);
+  });
+
+  test("no command after --, or help for an unknown command: exit 2, usage, one JSON document", async () => {
+    for (const args of [["--"], ["help", "nosuch"]]) {
+      const human = await runCli(args);
+      assert.equal(human.code, 2, args.join(" "));
+      assert.match(human.stderr, /usage/);
+      const { code, json } = await runCliJson<{ ok: boolean; error?: { code: string } }>(args);
+      assert.equal(code, 2, args.join(" "));
+      assert.equal(json.ok, false);
+      assert.equal(json.error?.code, "usage");
+    }
+    assert.equal((await runCli(["help", "run"])).code, 0, "help for a real command");
   });
 
   test("an unknown --pipeline: exit 2, usage naming it", async () => {

@@ -28,6 +28,7 @@ const [signal, root, twice] = process.argv.slice(1);
 installSignalHandlers(
   (s) => process.stderr.write("first " + s + "\\n"),
   (s) => process.stderr.write("again " + s + "\\n"),
+  async (s) => process.stderr.write("last words " + s + "\\n"),
 );
 await withLocks([createFilesystemDriver({ root })], () =>
   unlessStopped(async () => {
@@ -61,9 +62,10 @@ for (const [signal, exitCode] of [
       const [code, killedBy] = await once(child, "exit");
       assert.equal(killedBy, null, `killed by ${killedBy}: ${stderr}`);
       assert.equal(code, exitCode, stderr);
+      // The last words (the CLI's --json document) come after the step, before the exit.
       const expected = twice
-        ? [`first ${signal}`, `again ${signal}`, "step done"]
-        : [`first ${signal}`, "step done"];
+        ? [`first ${signal}`, `again ${signal}`, "step done", `last words ${signal}`]
+        : [`first ${signal}`, "step done", `last words ${signal}`];
       assert.deepEqual(stderr.split("\n").filter(Boolean), expected);
       // The lock is gone, and with it the root that taking the lock created.
       assert.deepEqual(await readdir(path.dirname(root)), [], "the lock was released");

@@ -14,10 +14,12 @@ import { DISTRIBUTOR_VERSION } from "../version.js";
 import { formatStatus, formatValidate } from "./format-commands.js";
 import { registerMaintenanceCommands } from "./maintenance-commands.js";
 import {
+  hasPrintedJson,
   type OutputMode,
   printJson,
   progressBar,
   reportFailure,
+  stdoutFlushed,
   stdoutStyle,
   warn,
 } from "./output.js";
@@ -53,6 +55,17 @@ async function dispatch(argv: readonly string[]): Promise<number> {
       warn(
         `${signal} received again: still stopping: writes already started end first, then the locks are released (at most ${STOP_WAIT_MS / 1000} s each)`,
       ),
+    // --json promises exactly one document, also when a signal ends the
+    // command before its report was printed.
+    async (signal) => {
+      if (!mode.json || hasPrintedJson()) return;
+      const error = new DistributorError(
+        "storage_error",
+        `Interrupted by ${signal} before the command finished: writes already started were completed, nothing else was started, and the locks were released. Run the same command again.`,
+      );
+      printJson({ ok: false, error: error.toReport() });
+      await stdoutFlushed();
+    },
   );
   if (argv.length === 0) {
     // No command: show what there is, and say it was not a valid invocation.
@@ -70,7 +83,15 @@ async function dispatch(argv: readonly string[]): Promise<number> {
 
 function commanderExit(error: CommanderError, mode: OutputMode): number {
   if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
-  if (error.code === "commander.help") return 0;
+  if (error.code === "commander.help") {
+    if (error.exitCode === 0) return 0;
+    // Help shown for an error (`distributor --`, `distributor help nosuch`):
+    // commander's text went to the silenced stderr; this is a usage error.
+    return reportFailure(
+      new DistributorError("usage", "no command, or an unknown one. See 'distributor --help'."),
+      mode,
+    );
+  }
   const message = error.message.replace(/^error: /, "");
   return reportFailure(
     new DistributorError("usage", `${message}. See 'distributor --help'.`),

@@ -19,8 +19,24 @@ function stderrStyle(): Style {
   return { color: process.stderr.isTTY === true && !process.env.NO_COLOR };
 }
 
+let jsonPrinted = false;
+
 export function printJson(value: unknown): void {
+  jsonPrinted = true;
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Whether this process has printed its JSON document (--json prints exactly one). */
+export function hasPrintedJson(): boolean {
+  return jsonPrinted;
+}
+
+/** Resolves once stdout has taken everything written so far (a pipe writes asynchronously). */
+export function stdoutFlushed(): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdout.once("error", () => resolve());
+    process.stdout.write("", () => resolve());
+  });
 }
 
 export function warn(message: string): void {

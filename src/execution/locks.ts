@@ -160,6 +160,8 @@ export function interruptedExitCode(): number | null {
 export function installSignalHandlers(
   onSignal?: (signal: NodeJS.Signals) => void,
   onRepeat?: (signal: NodeJS.Signals) => void,
+  /** Last words before the exit, once the locks are released (the CLI's --json document). */
+  beforeExit?: (signal: NodeJS.Signals) => Promise<void>,
 ): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
@@ -182,6 +184,7 @@ export function installSignalHandlers(
       void stopWrites()
         .then(stepsSettled)
         .then(() => atMost(releaseAllLocks(), STOP_WAIT_MS))
+        .then(() => atMost(beforeExit?.(signal) ?? Promise.resolve(), STOP_WAIT_MS))
         .finally(() => process.exit(code));
     });
   }
