@@ -186,6 +186,8 @@ describe("prune errors", () => {
       ["--now", "9999-12-31T23:59:59-01:00", "--apply"],
       ["--now", "0000-01-01T00:00:00+01:00", "--apply"],
       ["--dry-run", "--apply"],
+      // One owner per command: a second selector must not replace the first.
+      ["--pipeline", "beta", "--apply"],
     ]) {
       const result = await runCliJson<{ error: { code: string } }>(["prune", ...ALPHA, ...args], {
         cwd: dir,

@@ -5,7 +5,7 @@
  * root manages.
  */
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, symlink } from "node:fs/promises";
 import path from "node:path";
 import { after, test } from "node:test";
 import {
@@ -75,4 +75,30 @@ test("--force on two pairs that share a root is a usage error; the root is left 
   assert.match(forced.json.error?.message ?? "", /Force one pipeline and destination at a time/);
   assert.deepEqual(await listFiles(root), [".distributor.json", "a.txt", "b.txt"]);
   assert.equal(await readFile(path.join(root, ".distributor.json"), "utf8"), state);
+});
+
+test("two spellings of one folder (a symlink on the way) are one root, planned in turn", async () => {
+  const base = await tempDir("distributor-alias-");
+  await writeBundle(path.join(base, "a"), { "a.txt": "a\n" }, { id: "a.v1" });
+  await writeBundle(path.join(base, "b"), { "b.txt": "b\n" }, { id: "b.v1" });
+  const root = path.join(base, "pub");
+  await mkdir(root);
+  await symlink(root, path.join(base, "publink"));
+  const config = await writeConfigSpec(base, {
+    pipelines: {
+      p1: { source: path.join(base, "a"), destinations: ["d1"] },
+      p2: { source: path.join(base, "b"), destinations: ["d2"] },
+    },
+    destinations: { d1: { root }, d2: { root: path.join(base, "publink") } },
+  });
+  const result = await runCliJson<RunJson>(["run", "--config", config]);
+  assert.equal(result.code, 0, result.stdout);
+  assert.deepEqual(await listFiles(root), [".distributor.json", "a.txt", "b.txt"]);
+  const state = JSON.parse(await readFile(path.join(root, ".distributor.json"), "utf8")) as {
+    outputs: Array<{ path: string; destination_id: string }>;
+  };
+  assert.deepEqual(
+    state.outputs.map((record) => `${record.path} ${record.destination_id}`),
+    ["a.txt d1", "b.txt d2"],
+  );
 });

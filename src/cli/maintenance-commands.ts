@@ -3,7 +3,7 @@
  * (SPEC §7–9). Each calls its library operation and prints the report; failures
  * are thrown to main's single catch, which decides the exit code.
  */
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { prune } from "../execution/prune.js";
 import { reconcileState } from "../execution/reconcile.js";
 import { verify } from "../execution/verify.js";
@@ -29,11 +29,31 @@ function _withSelector(command: Command): Command {
         "config file (default: $DISTRIBUTOR_CONFIG or ./distributor.yaml)",
       ),
     )
-    .option("--pipeline <id>", "the owner's pipeline (optional when the config has one pair)")
+    .option(
+      "--pipeline <id>",
+      "the owner's pipeline (optional when the config has one pair)",
+      once("--pipeline"),
+    )
     .option(
       "--destination <id>",
       "the owner's destination (optional when the config has one pair)",
+      once("--destination"),
     );
+}
+
+/**
+ * A selector these commands take once: they act for one owner, and a second
+ * --pipeline silently replacing the first could prune another owner's outputs.
+ */
+function once(flag: string) {
+  return (value: string, previous: string | undefined): string => {
+    if (previous !== undefined) {
+      throw new InvalidArgumentError(
+        `${flag} is given twice (${previous}, ${value}); this command acts for one owner`,
+      );
+    }
+    return value;
+  };
 }
 
 function _print<T>(report: T, flags: SelectorFlags, format: (report: T) => string): void {

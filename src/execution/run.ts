@@ -4,6 +4,8 @@
  * the pure planner; this module only gathers its inputs and carries out its output.
  */
 
+import { realpathSync } from "node:fs";
+import path from "node:path";
 import { openBundle } from "../bundle/verify.js";
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
@@ -117,6 +119,22 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
 }
 
 /**
+ * `dir` with every symlink on the way resolved; a part that does not exist
+ * yet (the run creates it) is kept as written below the deepest one that does.
+ */
+function realFolder(dir: string): string {
+  const rest: string[] = [];
+  for (let at = dir; ; at = path.dirname(at)) {
+    try {
+      return path.join(realpathSync.native(at), ...rest);
+    } catch {
+      if (path.dirname(at) === at) return dir;
+      rest.unshift(path.basename(at));
+    }
+  }
+}
+
+/**
  * force_replace empties the root before it writes: two forced pairs on one
  * root would each delete what the other wrote, leaving only the last pair's
  * outputs while both reported theirs as created.
@@ -193,7 +211,9 @@ async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]>
  */
 function placeOf(destination: DestinationConfig, driver: StorageDriver): string {
   const storage = destination.storage;
-  if (storage.type !== "s3") return driver.root;
+  // Two spellings of one folder (a symlink on the way) are one root, or the
+  // run would take its lock twice and refuse itself.
+  if (storage.type === "filesystem") return realFolder(driver.root);
   const server = storage.endpoint === undefined ? "aws" : new URL(storage.endpoint).href;
   return `${server} ${driver.root}`;
 }

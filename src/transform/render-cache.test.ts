@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -134,6 +141,24 @@ describe("RenderCache", () => {
     cache.set("docs", "k1", { sha256: DIGEST_A, size: 1 });
     assert.doesNotThrow(() => cache.save());
     assert.deepEqual(readdirSync(parent), ["file"]);
+  });
+
+  test("a cache directory that cannot be made under /proc is given up, not retried forever", () => {
+    // Node.js 20's mkdirSync(…, { recursive: true }) spins there without end.
+    const cache = new RenderCache("/proc/distributor-no-such-dir/cache");
+    cache.set("docs", "k1", { sha256: DIGEST_A, size: 1 });
+    assert.doesNotThrow(() => cache.save());
+    assert.equal(existsSync("/proc/distributor-no-such-dir"), false);
+  });
+
+  test("a missing cache directory is made, parents included, readable by its user only", () => {
+    const dir = path.join(tempDir(), "a", "b", "cache");
+    const cache = new RenderCache(dir);
+    cache.set("docs", "k1", { sha256: DIGEST_A, size: 1 });
+    cache.save();
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    assert.equal(statSync(path.dirname(dir)).mode & 0o777, 0o700);
+    assert.ok(new RenderCache(dir).get("docs", "k1"));
   });
 });
 

@@ -14,7 +14,7 @@
  * fails a run, and `DISTRIBUTOR_CACHE=off` turns it off.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { SHA256_DIGEST, sha256Hex } from "../hashing.js";
@@ -188,7 +188,7 @@ export class RenderCache {
       const temp = `${entries.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
       try {
         // Only its user may write it: a forged entry could make a run skip a changed page.
-        mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+        makeDirectories(this.#dir);
         writeFileSync(temp, JSON.stringify(body));
         renameSync(temp, entries.file);
         entries.dirty = false;
@@ -212,4 +212,25 @@ export class RenderCache {
     }
     return entries;
   }
+}
+
+/**
+ * mkdir -p, one level at a time, mode 0700 (only its user may write the
+ * cache). Not `mkdirSync(…, { recursive: true })`: Node.js 20's loops
+ * forever on some paths (under /proc), and a cache directory that cannot be
+ * made must only mean "no cache", never a run that does not end.
+ */
+function makeDirectories(dir: string): void {
+  const missing: string[] = [];
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    try {
+      if (statSync(at).isDirectory()) break;
+      throw new Error(`${at} is not a directory`);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      if (path.dirname(at) === at) throw error;
+      missing.unshift(at);
+    }
+  }
+  for (const at of missing) mkdirSync(at, { mode: 0o700 });
 }
