@@ -5,15 +5,21 @@
  * deleteMany answers "failed" for one path, as EPERM on an immutable file would.
  */
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { applyPlan } from "../src/execution/apply-plan.js";
+import { applyPlan, ForceClearError } from "../src/execution/apply-plan.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
-import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
+import { cleanupTempDirs, readStateFile, sha256 } from "./helpers/fixtures.js";
 import { planOnly } from "./helpers/plan-apply.js";
-import { replacementSpec, SITE_FILES, scenario } from "./helpers/scenario.js";
+import {
+  publishedFiles,
+  replacementSpec,
+  SITE_FILES,
+  SITE_OUTPUTS,
+  scenario,
+} from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
@@ -46,5 +52,49 @@ describe("a failed delete", () => {
       "the record stays, so a rerun retries the delete",
     );
     assert.equal(await readFile(path.join(s.root, "data/a.txt"), "utf8"), SITE_FILES["data/a.txt"]);
+  });
+});
+
+describe("a force_replace that stops while it empties the root", () => {
+  test("has already written a fresh claim: a plain run then converges (SPEC §6)", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    // A broken state and someone else's files: only --force replaces them.
+    await writeFile(path.join(s.root, ".distributor.json"), "{broken");
+    await writeFile(path.join(s.root, "junk.txt"), "not ours\n");
+    await writeFile(path.join(s.root, "index.html"), "stale bytes at a planned path\n");
+    const real = createFilesystemDriver({ root: s.root });
+    const driver: StorageDriver = {
+      ...real,
+      // The delete of junk.txt fails, as EPERM on an immutable file would;
+      // a kill at that moment leaves the same root.
+      deleteMany: async (paths) =>
+        paths.map((p) => (p === "junk.txt" ? { path: p, error: "EPERM: simulated" } : { path: p })),
+    };
+    const { plan, snapshot } = await planOnly(s.config, path.join(s.base, "bundle"), driver, {
+      force: true,
+    });
+    assert.equal(plan.action, "force_replace");
+    await assert.rejects(
+      applyPlan(driver, plan, { stateToken: snapshot.stateToken }),
+      (error: unknown) => error instanceof ForceClearError,
+    );
+    const claim = await readStateFile(s.root);
+    assert.deepEqual(
+      claim.outputs.map((record) => record.path),
+      SITE_OUTPUTS,
+      "a valid state already claims every planned output",
+    );
+    // The plain run (no --force) completes: it rewrites the stale planned
+    // file and writes the rest; the file it could not delete stays, unmanaged.
+    const rerun = await s.runJson();
+    assert.equal(rerun.code, 0, JSON.stringify(rerun.json));
+    assert.deepEqual(await publishedFiles(s.root), [...SITE_OUTPUTS, "junk.txt"].sort());
+    const state = await readStateFile(s.root);
+    for (const record of state.outputs) {
+      const bytes = await readFile(path.join(s.root, record.path));
+      assert.equal(sha256(bytes), record.sha256, record.path);
+    }
+    assert.equal((await s.runJson()).json.results?.[0]?.action, "skip_same");
   });
 });

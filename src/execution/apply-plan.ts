@@ -7,8 +7,11 @@
  *   2. deletes that clear the way — omitted outputs where an output needs the
  *                     place (a file where it needs a folder, or the reverse);
  *   3. outputs      — each an atomic write (temp + rename / one PUT);
- *   4. deletes      — replacement's other omitted outputs, or the root's content for force;
+ *   4. deletes      — replacement's other omitted outputs;
  *   5. final state  — the plan's next state.
+ *
+ * force_replace empties the root between 1 and 3 (its claim is a fresh state,
+ * written before the deletes wherever the old state path allows it).
  *
  * Killed anywhere, the root holds a complete valid state from which the same run
  * re-plans the remaining work as creates/updates and converges.
@@ -55,17 +58,30 @@ export async function applyPlan(
   options: ApplyOptions,
 ): Promise<ApplyResult> {
   let token = options.stateToken;
+  let claimed = false;
   if (plan.action === "force_replace") {
-    // Delete first: force_replace replaces whatever is there (unmanaged files,
-    // empty directories, a broken state, even one that is a directory), and
-    // outputs are then written into an empty root. The state path goes last,
-    // once a directory there has lost its content. The claim state below is
-    // then a create.
+    // force_replace replaces whatever is there (unmanaged files, empty
+    // directories, a broken state, even one that is a directory), and the
+    // outputs are then written into an empty root. Where the state path holds
+    // a file that was read at plan time (or nothing), the fresh claim replaces
+    // it first: killed while the root is being emptied, the root then holds a
+    // valid state from which a plain run converges (SPEC §6). Anything else
+    // there (a directory, a symlink, a state that could not be read) goes
+    // with the rest, and the claim is written into the emptied root.
+    const at = await driver.stat(STATE_FILE);
+    const claimFirst =
+      plan.claimState !== null &&
+      (at === null ? token === null : at.type === "file" && token !== null);
+    if (claimFirst && plan.claimState) {
+      const claim = plan.claimState;
+      token = await unlessStopped(() => writeState(driver, claim, token));
+      claimed = true;
+    }
     const results = [
       ...(await unlessStopped(() => driver.deleteMany(plan.deletes))),
-      ...(await unlessStopped(() => driver.deleteMany([STATE_FILE]))),
+      ...(claimed ? [] : await unlessStopped(() => driver.deleteMany([STATE_FILE]))),
     ];
-    token = null;
+    if (!claimed) token = null;
     const failed = failuresOf(results);
     if (failed.length > 0) {
       throw new ForceClearError(
@@ -74,7 +90,7 @@ export async function applyPlan(
       );
     }
   }
-  if (plan.claimState) {
+  if (plan.claimState && !claimed) {
     const claim = plan.claimState;
     token = await unlessStopped(() => writeState(driver, claim, token));
   }

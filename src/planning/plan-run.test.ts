@@ -16,7 +16,7 @@ import {
   SOURCE,
   valid,
 } from "./plan-run.fixtures.js";
-import { planRun, simulateApplied } from "./plan-run.js";
+import { planRun, simulateApplied, UNKNOWN_DIGEST } from "./plan-run.js";
 import type { RunPlan } from "./types.js";
 
 const A = planned("a.txt");
@@ -176,6 +176,22 @@ describe("planRun: records and timestamps", () => {
       updated_at: NOW,
     });
     assert.deepEqual(plan.claimState, plan.finalState);
+  });
+
+  test("force_replace's claim gives a path that holds something now a digest no output has", () => {
+    // The claim is written before the root is emptied: killed then, a plain
+    // run must rewrite what is at a planned path, never take it as unchanged.
+    const plan = planRun(
+      input({ force: true, outputs: [A, B], state: valid(), listing: listing("a.txt", "junk") }),
+    );
+    assert.equal(recordOf(plan, "a.txt", "claimState")?.sha256, UNKNOWN_DIGEST);
+    assert.equal(recordOf(plan, "a.txt")?.sha256, A.sha256);
+    assert.equal(recordOf(plan, "b.txt", "claimState")?.sha256, B.sha256);
+    assert.notEqual(
+      plan.claimState,
+      plan.finalState,
+      "the final state is written after the outputs",
+    );
   });
 
   test("skip_same writes nothing: no claim, no final state, no deletes", () => {

@@ -117,8 +117,31 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
     .filter((path) => path.startsWith(`${STATE_FILE}/`));
   // One sort of all three (viewPaths would sort the entries on their own first).
   const deletes = [...view.entries.keys(), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
-  return { ...plan, action: "force_replace", deletes };
+  return { ...plan, action: "force_replace", deletes, claimState: _forceClaim(plan, view) };
 }
+
+/**
+ * The state a force_replace writes before it deletes anything (where the
+ * state path holds a file or nothing; see apply-plan.ts): killed after it,
+ * the root holds a valid state from which a plain run converges (SPEC §6).
+ * A planned path where something is now keeps UNKNOWN_DIGEST in it until the
+ * final state: what is there is not the planned output, and a rerun must
+ * rewrite it, never take it as unchanged.
+ */
+function _forceClaim(plan: Omit<RunPlan, "action">, view: StorageView): CatalogState | null {
+  const fresh = plan.finalState;
+  if (fresh === null) return null;
+  if (!fresh.outputs.some((record) => view.entries.has(record.path))) return fresh;
+  return {
+    ...fresh,
+    outputs: fresh.outputs.map((record) =>
+      view.entries.has(record.path) ? { ...record, sha256: UNKNOWN_DIGEST } : record,
+    ),
+  };
+}
+
+/** A digest no output has: the record of a path whose bytes are not the planned ones yet. */
+export const UNKNOWN_DIGEST = `sha256:${"0".repeat(64)}`;
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   // Nothing at all (not even a nested root's files): no output can be in the

@@ -17,6 +17,7 @@ export async function planOnly(
   config: string,
   bundleDir: string,
   driver: StorageDriver,
+  options: { force?: boolean } = {},
 ): Promise<{ plan: RunPlan; snapshot: RootSnapshot }> {
   const [pair] = selectPairs(await loadConfig({ file: config }), {});
   assert.ok(pair);
@@ -31,7 +32,7 @@ export async function planOnly(
     listing: snapshot.listing,
     foldsCase: snapshot.foldsCase,
     workflow: pair.destination.workflow,
-    force: false,
+    force: options.force ?? false,
     now: "2026-06-05T00:00:00Z",
     distributorVersion: "test",
   });
