@@ -41,11 +41,14 @@ test("an output of the outer root inside a nested root of the same run is refuse
     },
     destinations: { site: { root }, sub: { root, path: "sub" } },
   });
-  const result = await runCliJson<RunJson>(["run", "--config", config]);
-  assert.equal(result.code, 1, result.stdout);
-  const outer = result.json.results?.find((pair) => pair.pipeline_id === "outer");
-  assert.equal(outer?.action, "fail_unmanaged", result.stdout);
-  assert.deepEqual(outer?.error?.paths, ["sub"]);
+  // The dry run (which takes no locks) plans what the run does.
+  for (const extra of [["--dry-run"], []]) {
+    const result = await runCliJson<RunJson>(["run", "--config", config, ...extra]);
+    assert.equal(result.code, 1, result.stdout);
+    const outer = result.json.results?.find((pair) => pair.pipeline_id === "outer");
+    assert.equal(outer?.action, "fail_unmanaged", result.stdout);
+    assert.deepEqual(outer?.error?.paths, ["sub"]);
+  }
   assert.deepEqual(await listFiles(root).catch(() => []), [], "nothing was written");
 });
 

@@ -70,6 +70,7 @@ export async function applyPlan(
     // with the rest, and the claim is written into the emptied root.
     const at = await driver.stat(STATE_FILE);
     const claimFirst =
+      plan.claimFirst === true &&
       plan.claimState !== null &&
       (at === null ? token === null : at.type === "file" && token !== null);
     if (claimFirst && plan.claimState) {

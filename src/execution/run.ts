@@ -11,6 +11,7 @@ import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput, SourceIdentity } from "../model.js";
+import { LOCK_FILE } from "../paths.js";
 import { planRun, simulateApplied, writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import { bytesToWrite, type PairResult, type RunReport } from "../reporting/report.js";
@@ -186,6 +187,14 @@ async function prepareSources(
 interface RootGroup {
   driver: StorageDriver;
   pairs: SelectedPair[];
+  /** Where the root is (placeOf): what two roots are compared by. */
+  place: string;
+  /**
+   * Other roots of this run nested in this one, relative to it. Planned as
+   * nested roots (their lock marks them in the listing) also in a dry run,
+   * which takes no locks, so that it plans what the real run will.
+   */
+  nested: string[];
 }
 
 /** Pairs that resolve to the same root share one driver and are planned in order. */
@@ -196,9 +205,18 @@ async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]>
     const place = placeOf(pair.destination, driver);
     const group = groups.get(place);
     if (group) group.pairs.push(pair);
-    else groups.set(place, { driver, pairs: [pair] });
+    else groups.set(place, { driver, pairs: [pair], place, nested: [] });
   }
-  return [...groups.values()];
+  const all = [...groups.values()];
+  for (const group of all) {
+    const inside = group.place.endsWith("/") ? group.place : `${group.place}/`;
+    for (const other of all) {
+      if (other !== group && other.place.startsWith(inside)) {
+        group.nested.push(other.place.slice(inside.length).replace(/\/$/, ""));
+      }
+    }
+  }
+  return all;
 }
 
 /**
@@ -283,7 +301,9 @@ async function planGroup(
 ): Promise<PlannedGroup> {
   assertStorable(group, sources);
   const snapshot = await readRoot(group.driver, early);
-  let current = { state: snapshot.state, listing: snapshot.listing };
+  const marks = group.nested.map((rel) => ({ path: `${rel}/${LOCK_FILE}`, size: 0, type: "file" }));
+  const listing = marks.length === 0 ? snapshot.listing : [...snapshot.listing, ...marks];
+  let current = { state: snapshot.state, listing: listing as readonly StorageEntry[] };
   const pairs: PlannedPair[] = [];
   for (const [index, pair] of group.pairs.entries()) {
     const startedAt = performance.now();

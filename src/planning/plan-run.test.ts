@@ -175,7 +175,24 @@ describe("planRun: records and timestamps", () => {
       distributor_version: "0.1.0",
       updated_at: NOW,
     });
-    assert.deepEqual(plan.claimState, plan.finalState);
+    // The claim, written before the root is emptied, keeps the other owner's
+    // record until the final state: killed before z.txt goes, it is still recorded.
+    assert.deepEqual(
+      plan.claimState?.outputs.map((r) => `${r.path} ${r.pipeline_id}/${r.destination_id}`),
+      ["a.txt reports/site", "z.txt o/s"],
+    );
+    assert.equal(plan.claimFirst, true);
+  });
+
+  test("force_replace claims after emptying the root when something stands in a planned output's way", () => {
+    // A file where a planned output needs a folder: a plain run could not
+    // finish what an early claim records, so the claim comes after the deletes.
+    const plan = planRun(
+      input({ force: true, outputs: [planned("x/z.txt")], state: valid(), listing: listing("x") }),
+    );
+    assert.equal(plan.action, "force_replace");
+    assert.notEqual(plan.claimFirst, true);
+    assert.equal(plan.claimState, plan.finalState);
   });
 
   test("force_replace's claim gives a path that holds something now a digest no output has", () => {

@@ -103,9 +103,12 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   // force keeps a nested root's tool files, and so the folder they are in:
   // a planned file there could never be written. Anything else in the way goes.
   const kept: Blocker[] = [];
+  let inTheWay = false;
   for (const { path } of input.outputs) {
     const blocker = structuralBlocker(view, path);
-    if (blocker?.nestedRoot) kept.push(blocker);
+    if (blocker === null) continue;
+    if (blocker.nestedRoot && blocker.path === path) kept.push(blocker);
+    else inTheWay = true;
   }
   if (kept.length > 0) return blockedPlan(input, kept);
   const plan = _fresh(input, "force_replace rewrites everything");
@@ -117,7 +120,13 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
     .filter((path) => path.startsWith(`${STATE_FILE}/`));
   // One sort of all three (viewPaths would sort the entries on their own first).
   const deletes = [...view.entries.keys(), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
-  return { ...plan, action: "force_replace", deletes, claimState: _forceClaim(plan, view) };
+  // With something in the way of a planned output (a file where it needs a
+  // folder, a folder where it needs a file, another root around it), a plain
+  // run could not finish what an early claim records: the claim then comes
+  // after the root is emptied, as the fresh final state.
+  if (inTheWay) return { ...plan, action: "force_replace", deletes };
+  const claimState = _forceClaim(input, plan, view);
+  return { ...plan, action: "force_replace", deletes, claimState, claimFirst: true };
 }
 
 /**
@@ -128,16 +137,25 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
  * final state: what is there is not the planned output, and a rerun must
  * rewrite it, never take it as unchanged.
  */
-function _forceClaim(plan: Omit<RunPlan, "action">, view: StorageView): CatalogState | null {
+function _forceClaim(
+  input: RunPlanInput,
+  plan: Omit<RunPlan, "action">,
+  view: StorageView,
+): CatalogState | null {
   const fresh = plan.finalState;
   if (fresh === null) return null;
-  if (!fresh.outputs.some((record) => view.entries.has(record.path))) return fresh;
-  return {
-    ...fresh,
-    outputs: fresh.outputs.map((record) =>
-      view.entries.has(record.path) ? { ...record, sha256: UNKNOWN_DIGEST } : record,
-    ),
-  };
+  const planned = new Set(fresh.outputs.map((record) => record.path));
+  // Other owners' records stay until the final state: killed before their
+  // files are deleted, those files are still recorded, and their owners'
+  // plain runs go on as before (SPEC §6: no other owner's record lost).
+  const old = input.state.class === "valid" ? input.state.state.outputs : [];
+  const others = old.filter((r) => !ownsRecord(input.owner, r) && !planned.has(r.path));
+  const present = fresh.outputs.some((record) => view.entries.has(record.path));
+  if (!present && others.length === 0) return fresh;
+  const outputs = fresh.outputs.map((record) =>
+    view.entries.has(record.path) ? { ...record, sha256: UNKNOWN_DIGEST } : record,
+  );
+  return { ...fresh, outputs: sortRecords([...outputs, ...others]) };
 }
 
 /** A digest no output has: the record of a path whose bytes are not the planned ones yet. */

@@ -82,6 +82,12 @@ export interface RunPlan {
    */
   claimState: CatalogState | null;
   /**
+   * force_replace only: the claim may replace the old state before the root
+   * is emptied (nothing stands in the way of a planned output, so a plain run
+   * can finish what it records). Otherwise it is written after the deletes.
+   */
+  claimFirst?: boolean;
+  /**
    * The state written last. Null for skip_same and fail_*. On a fresh root
    * (publish_new, force_replace) it is the claim state itself, the same object:
    * the claim already is final there, and the executor writes it once.
