@@ -105,3 +105,30 @@ test("two spellings of one folder (a symlink on the way) are one root, planned i
     ["a.txt d1", "b.txt d2"],
   );
 });
+
+test("--force on a root with another root of the same run nested in it is a usage error", async () => {
+  const base = await tempDir("distributor-force-nested-");
+  await writeBundle(path.join(base, "outer"), { "o.txt": "outer\n" }, { id: "outer.v1" });
+  await writeBundle(path.join(base, "inner"), { "x.txt": "inner\n" }, { id: "inner.v1" });
+  const root = path.join(base, "pub");
+  const config = await writeConfigSpec(base, {
+    pipelines: {
+      outer: { source: path.join(base, "outer"), destinations: ["site"] },
+      inner: { source: path.join(base, "inner"), destinations: ["sub"] },
+    },
+    destinations: { site: { root }, sub: { root, path: "sub" } },
+  });
+  const selection = ["--pipeline", "outer", "--pipeline", "inner"];
+  const forced = await runCliJson<RunJson>([
+    "run",
+    "--config",
+    config,
+    "--force",
+    ...selection,
+    ...["--destination", "site", "--destination", "sub"],
+  ]);
+  assert.equal(forced.code, 2, forced.stdout);
+  assert.equal(forced.json.error?.code, "usage");
+  assert.match(forced.json.error?.message ?? "", /another root of this run/);
+  assert.deepEqual(await listFiles(root).catch(() => []), []);
+});

@@ -141,6 +141,13 @@ function realFolder(dir: string): string {
  * outputs while both reported theirs as created.
  */
 function refuseSharedForce(groups: readonly RootGroup[]): void {
+  const outer = groups.find((group) => group.nested.length > 0);
+  if (outer) {
+    throw new DistributorError(
+      "usage",
+      `--force would empty ${outer.driver.root}, and with it the outputs of ${outer.nested.map((rel) => `${rel}/`).join(", ")}, another root of this run. Force one root at a time.`,
+    );
+  }
   const shared = groups.find((group) => group.pairs.length > 1);
   if (!shared) return;
   const names = shared.pairs.map((pair) => `${pair.pipeline.id} → ${pair.destination.id}`);

@@ -195,6 +195,31 @@ describe("planRun: records and timestamps", () => {
     assert.equal(plan.claimState, plan.finalState);
   });
 
+  test("force_replace claims after emptying the root over a legacy state or on a root that folds case", () => {
+    // Legacy: other owners' files published without records stay protected by
+    // the legacy state until the root is emptied. Folding: a plain run refuses
+    // clashes an exact-name check does not see.
+    const legacy = { class: "legacy" as const, schemaVersion: 3 };
+    for (const extra of [{ state: legacy }, { foldsCase: true }]) {
+      const plan = planRun(input({ force: true, outputs: [A], state: valid(), ...extra }));
+      assert.equal(plan.action, "force_replace");
+      assert.notEqual(plan.claimFirst, true, JSON.stringify(extra));
+    }
+  });
+
+  test("force_replace refuses a planned path inside a nested root (its catalog manages it)", () => {
+    const plan = planRun(
+      input({
+        force: true,
+        outputs: [planned("sub/x.txt")],
+        state: valid(),
+        listing: listing("sub/.distributor.json"),
+      }),
+    );
+    assert.equal(plan.action, "fail_unmanaged");
+    assert.deepEqual(plan.error?.paths, ["sub"]);
+  });
+
   test("force_replace's claim gives a path that holds something now a digest no output has", () => {
     // The claim is written before the root is emptied: killed then, a plain
     // run must rewrite what is at a planned path, never take it as unchanged.

@@ -107,7 +107,9 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   for (const { path } of input.outputs) {
     const blocker = structuralBlocker(view, path);
     if (blocker === null) continue;
-    if (blocker.nestedRoot && blocker.path === path) kept.push(blocker);
+    // Inside another root (or at its folder): that root's to manage, also
+    // under --force, which keeps its tool files.
+    if (blocker.nestedRoot) kept.push(blocker);
     else inTheWay = true;
   }
   if (kept.length > 0) return blockedPlan(input, kept);
@@ -121,10 +123,15 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
   // One sort of all three (viewPaths would sort the entries on their own first).
   const deletes = [...view.entries.keys(), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
   // With something in the way of a planned output (a file where it needs a
-  // folder, a folder where it needs a file, another root around it), a plain
-  // run could not finish what an early claim records: the claim then comes
-  // after the root is emptied, as the fresh final state.
-  if (inTheWay) return { ...plan, action: "force_replace", deletes };
+  // folder, a folder where it needs a file), a plain run could not finish
+  // what an early claim records: the claim then comes after the root is
+  // emptied, as the fresh final state. So too on a root that folds case
+  // (a plain run refuses names that fold onto each other, which an exact
+  // check does not see), and over a legacy state, whose files other owners
+  // may have published without records: it stays until the root is emptied.
+  if (inTheWay || input.foldsCase || input.state.class === "legacy") {
+    return { ...plan, action: "force_replace", deletes };
+  }
   const claimState = _forceClaim(input, plan, view);
   return { ...plan, action: "force_replace", deletes, claimState, claimFirst: true };
 }
