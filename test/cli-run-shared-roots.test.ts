@@ -29,9 +29,10 @@ interface RunJson {
   error?: { code: string; message: string };
 }
 
-test("an output of the outer root inside a nested root of the same run is refused; nothing is written", async () => {
+/** Pipeline outer publishes `outerFiles` to ./pub, inner x.txt to ./pub/sub: two roots, one nested. */
+async function nestedRoots(outerFiles: Record<string, string>) {
   const base = await tempDir("distributor-nested-");
-  await writeBundle(path.join(base, "outer"), { "sub/x.txt": "outer\n" }, { id: "outer.v1" });
+  await writeBundle(path.join(base, "outer"), outerFiles, { id: "outer.v1" });
   await writeBundle(path.join(base, "inner"), { "x.txt": "inner\n" }, { id: "inner.v1" });
   const root = path.join(base, "pub");
   const config = await writeConfigSpec(base, {
@@ -41,6 +42,11 @@ test("an output of the outer root inside a nested root of the same run is refuse
     },
     destinations: { site: { root }, sub: { root, path: "sub" } },
   });
+  return { root, config };
+}
+
+test("an output of the outer root inside a nested root of the same run is refused; nothing is written", async () => {
+  const { root, config } = await nestedRoots({ "sub/x.txt": "outer\n" });
   // The dry run (which takes no locks) plans what the run does.
   for (const extra of [["--dry-run"], []]) {
     const result = await runCliJson<RunJson>(["run", "--config", config, ...extra]);
@@ -107,17 +113,7 @@ test("two spellings of one folder (a symlink on the way) are one root, planned i
 });
 
 test("--force on a root with another root of the same run nested in it is a usage error", async () => {
-  const base = await tempDir("distributor-force-nested-");
-  await writeBundle(path.join(base, "outer"), { "o.txt": "outer\n" }, { id: "outer.v1" });
-  await writeBundle(path.join(base, "inner"), { "x.txt": "inner\n" }, { id: "inner.v1" });
-  const root = path.join(base, "pub");
-  const config = await writeConfigSpec(base, {
-    pipelines: {
-      outer: { source: path.join(base, "outer"), destinations: ["site"] },
-      inner: { source: path.join(base, "inner"), destinations: ["sub"] },
-    },
-    destinations: { site: { root }, sub: { root, path: "sub" } },
-  });
+  const { root, config } = await nestedRoots({ "o.txt": "outer\n" });
   const selection = ["--pipeline", "outer", "--pipeline", "inner"];
   const forced = await runCliJson<RunJson>([
     "run",
