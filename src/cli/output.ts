@@ -21,7 +21,13 @@ function stderrStyle(): Style {
 
 let jsonPrinted = false;
 
+/**
+ * Print the command's one JSON document (--json). Only the first call prints:
+ * a signal's "Interrupted" document and a report finishing at the same
+ * moment must not make two.
+ */
 export function printJson(value: unknown): void {
+  if (jsonPrinted) return;
   jsonPrinted = true;
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
