@@ -99,15 +99,12 @@ export async function readState(
   driver: StorageDriver,
 ): Promise<{ state: ClassifiedState; stateToken: VersionToken | null }> {
   const entry = await driver.stat(STATE_FILE);
-  if (!entry) {
-    // Absent is confirmed by a read: on S3 a HEAD of a key in a bucket that
-    // does not exist is a bare 404 too, where a GET names NoSuchBucket (a
-    // storage_error, not "nothing published here yet").
-    const stored = await driver.read(STATE_FILE);
-    if (!stored) return { state: classifyState(null), stateToken: null };
-    return { state: classifyState({ bytes: stored.bytes }), stateToken: stored.token };
+  if (entry && entry.type !== "file") {
+    return { state: classifyState({ notAFile: true }), stateToken: null };
   }
-  if (entry.type !== "file") return { state: classifyState({ notAFile: true }), stateToken: null };
+  // Read also when the stat found nothing, to confirm it: on S3 a HEAD of a
+  // key in a bucket that does not exist is a bare 404 too, where a GET names
+  // NoSuchBucket (a storage_error, not "nothing published here yet").
   let stored: StoredBytes | null;
   try {
     stored = await driver.read(STATE_FILE);
