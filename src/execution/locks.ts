@@ -86,8 +86,8 @@ function releaseOne(acquisition: Promise<LockHandle>): Promise<void> {
  * already under way (signal handlers). Never throws.
  */
 export async function releaseAllLocks(): Promise<void> {
-  const started = [...held].map((acquisition) => releaseOne(acquisition));
-  await Promise.allSettled([...started, ...releasing.values()]);
+  for (const acquisition of [...held]) void releaseOne(acquisition);
+  await Promise.allSettled([...releasing.values()]);
 }
 
 /** `promise`, or nothing once `ms` have passed. */
@@ -126,10 +126,7 @@ export async function unlessStopped<T>(step: () => Promise<T>): Promise<T> {
 
 function stepsSettled(): Promise<void> {
   if (inFlight === 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    onSettled.push(resolve);
-    setTimeout(resolve, STOP_WAIT_MS).unref();
-  });
+  return atMost(new Promise((resolve) => onSettled.push(resolve)), STOP_WAIT_MS);
 }
 
 let handlersInstalled = false;
@@ -165,17 +162,16 @@ export function installSignalHandlers(
 ): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
-  let stopping = false;
   for (const [signal, code] of [
     ["SIGINT", 130],
     ["SIGTERM", 143],
   ] as const) {
     process.on(signal, () => {
-      if (stopping) {
+      // Already stopping: signalExitCode is set by the first signal.
+      if (signalExitCode !== null) {
         onRepeat?.(signal);
         return;
       }
-      stopping = true;
       signalExitCode = code;
       onSignal?.(signal);
       // Releasing is bounded too: a storage that hangs (an S3 endpoint
