@@ -105,6 +105,7 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     const sources = await prepareSources(pairs, options.source, renderCache, early);
     const groups = await opening;
     if (options.force) refuseSharedForce(groups);
+    for (const group of groups) assertStorable(group, sources);
     const body = () => planAndApply(groups, sources, options, early);
     if (options.dryRun) return await body();
     return await withLocks(
@@ -306,11 +307,14 @@ async function planGroup(
   options: RunOptions & { nowText: string },
   early: EarlyStates,
 ): Promise<PlannedGroup> {
-  assertStorable(group, sources);
   const snapshot = await readRoot(group.driver, early);
-  const marks = group.nested.map((rel) => ({ path: `${rel}/${LOCK_FILE}`, size: 0, type: "file" }));
+  const marks: StorageEntry[] = group.nested.map((rel) => ({
+    path: `${rel}/${LOCK_FILE}`,
+    size: 0,
+    type: "file",
+  }));
   const listing = marks.length === 0 ? snapshot.listing : [...snapshot.listing, ...marks];
-  let current = { state: snapshot.state, listing: listing as readonly StorageEntry[] };
+  let current = { state: snapshot.state, listing };
   const pairs: PlannedPair[] = [];
   for (const [index, pair] of group.pairs.entries()) {
     const startedAt = performance.now();
@@ -341,7 +345,7 @@ async function planGroup(
 }
 
 /**
- * Refuse, before anything is read or written, outputs whose path the root
+ * Refuse, before any lock is taken or root read, outputs whose path the root
  * cannot hold (see StorageDriver.pathProblem): written, they would fail
  * halfway through the apply, after the claim state recorded them.
  */
