@@ -15,7 +15,7 @@ import {
   tempDir,
   writeBundle,
 } from "./helpers/fixtures.js";
-import { writeConfigSpec } from "./helpers/scenario.js";
+import { type DestinationSpec, writeConfigSpec } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
@@ -29,21 +29,34 @@ interface RunJson {
   error?: { code: string; message: string };
 }
 
-/** Pipeline outer publishes `outerFiles` to ./pub, inner x.txt to ./pub/sub: two roots, one nested. */
-async function nestedRoots(outerFiles: Record<string, string>) {
-  const base = await tempDir("distributor-nested-");
-  await writeBundle(path.join(base, "outer"), outerFiles, { id: "outer.v1" });
-  await writeBundle(path.join(base, "inner"), { "x.txt": "inner\n" }, { id: "inner.v1" });
-  const root = path.join(base, "pub");
+/**
+ * Pipeline p1 publishes `files1` to destination d1, p2 `files2` to d2, each
+ * from its own bundle; `destinations` places d1 and d2 under the test folder.
+ */
+async function twoPipelines(
+  files1: Record<string, string>,
+  files2: Record<string, string>,
+  destinations: (base: string) => Record<"d1" | "d2", DestinationSpec>,
+) {
+  const base = await tempDir("distributor-roots-");
+  await writeBundle(path.join(base, "b1"), files1, { id: "one.v1" });
+  await writeBundle(path.join(base, "b2"), files2, { id: "two.v1" });
   const config = await writeConfigSpec(base, {
     pipelines: {
-      outer: { source: path.join(base, "outer"), destinations: ["site"] },
-      inner: { source: path.join(base, "inner"), destinations: ["sub"] },
+      p1: { source: path.join(base, "b1"), destinations: ["d1"] },
+      p2: { source: path.join(base, "b2"), destinations: ["d2"] },
     },
-    destinations: { site: { root }, sub: { root, path: "sub" } },
+    destinations: destinations(base),
   });
-  return { root, config };
+  return { base, root: path.join(base, "pub"), config };
 }
+
+/** p1 publishes `outerFiles` to ./pub, p2 x.txt to ./pub/sub: two roots, one nested. */
+const nestedRoots = (outerFiles: Record<string, string>) =>
+  twoPipelines(outerFiles, { "x.txt": "inner\n" }, (base) => ({
+    d1: { root: path.join(base, "pub") },
+    d2: { root: path.join(base, "pub"), path: "sub" },
+  }));
 
 test("an output of the outer root inside a nested root of the same run is refused; nothing is written", async () => {
   const { root, config } = await nestedRoots({ "sub/x.txt": "outer\n" });
@@ -51,7 +64,7 @@ test("an output of the outer root inside a nested root of the same run is refuse
   for (const extra of [["--dry-run"], []]) {
     const result = await runCliJson<RunJson>(["run", "--config", config, ...extra]);
     assert.equal(result.code, 1, result.stdout);
-    const outer = result.json.results?.find((pair) => pair.pipeline_id === "outer");
+    const outer = result.json.results?.find((pair) => pair.pipeline_id === "p1");
     assert.equal(outer?.action, "fail_unmanaged", result.stdout);
     assert.deepEqual(outer?.error?.paths, ["sub"]);
   }
@@ -59,17 +72,10 @@ test("an output of the outer root inside a nested root of the same run is refuse
 });
 
 test("--force on two pairs that share a root is a usage error; the root is left alone", async () => {
-  const base = await tempDir("distributor-force-shared-");
-  await writeBundle(path.join(base, "a"), { "a.txt": "a\n" }, { id: "a.v1" });
-  await writeBundle(path.join(base, "b"), { "b.txt": "b\n" }, { id: "b.v1" });
-  const root = path.join(base, "pub");
-  const config = await writeConfigSpec(base, {
-    pipelines: {
-      p1: { source: path.join(base, "a"), destinations: ["d1"] },
-      p2: { source: path.join(base, "b"), destinations: ["d2"] },
-    },
-    destinations: { d1: { root }, d2: { root } },
-  });
+  const { root, config } = await twoPipelines({ "a.txt": "a\n" }, { "b.txt": "b\n" }, (base) => ({
+    d1: { root: path.join(base, "pub") },
+    d2: { root: path.join(base, "pub") },
+  }));
   assert.equal((await runCliJson<RunJson>(["run", "--config", config])).code, 0);
   const state = await readFile(path.join(root, ".distributor.json"), "utf8");
   const forced = await runCliJson<RunJson>([
@@ -87,19 +93,13 @@ test("--force on two pairs that share a root is a usage error; the root is left 
 });
 
 test("two spellings of one folder (a symlink on the way) are one root, planned in turn", async () => {
-  const base = await tempDir("distributor-alias-");
-  await writeBundle(path.join(base, "a"), { "a.txt": "a\n" }, { id: "a.v1" });
-  await writeBundle(path.join(base, "b"), { "b.txt": "b\n" }, { id: "b.v1" });
-  const root = path.join(base, "pub");
+  const { base, root, config } = await twoPipelines(
+    { "a.txt": "a\n" },
+    { "b.txt": "b\n" },
+    (dir) => ({ d1: { root: path.join(dir, "pub") }, d2: { root: path.join(dir, "publink") } }),
+  );
   await mkdir(root);
   await symlink(root, path.join(base, "publink"));
-  const config = await writeConfigSpec(base, {
-    pipelines: {
-      p1: { source: path.join(base, "a"), destinations: ["d1"] },
-      p2: { source: path.join(base, "b"), destinations: ["d2"] },
-    },
-    destinations: { d1: { root }, d2: { root: path.join(base, "publink") } },
-  });
   const result = await runCliJson<RunJson>(["run", "--config", config]);
   assert.equal(result.code, 0, result.stdout);
   assert.deepEqual(await listFiles(root), [".distributor.json", "a.txt", "b.txt"]);
@@ -114,14 +114,12 @@ test("two spellings of one folder (a symlink on the way) are one root, planned i
 
 test("--force on a root with another root of the same run nested in it is a usage error", async () => {
   const { root, config } = await nestedRoots({ "o.txt": "outer\n" });
-  const selection = ["--pipeline", "outer", "--pipeline", "inner"];
   const forced = await runCliJson<RunJson>([
     "run",
     "--config",
     config,
     "--force",
-    ...selection,
-    ...["--destination", "site", "--destination", "sub"],
+    ...["--pipeline", "p1", "--pipeline", "p2", "--destination", "d1", "--destination", "d2"],
   ]);
   assert.equal(forced.code, 2, forced.stdout);
   assert.equal(forced.json.error?.code, "usage");

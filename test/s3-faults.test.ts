@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
 import { DistributorError } from "../src/errors.js";
-import { createS3Driver } from "../src/storage/s3.js";
+import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
 import {
   ALPHA,
   ALPHA_FILES,
@@ -87,8 +87,14 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.equal(again.json.results[0]?.action, "skip_same");
   });
 
-  /** A driver on a fresh bucket behind a fault proxy, giving up after 300 ms of silence. */
-  async function hungDriver(t: { after: (fn: () => unknown) => void }) {
+  /**
+   * A driver on a fresh bucket behind a fault proxy, giving up after 300 ms of
+   * silence unless `extra` says otherwise.
+   */
+  async function hungDriver(
+    t: { after: (fn: () => unknown) => void },
+    extra: Partial<S3DriverOptions> = {},
+  ) {
     const server = await ensureS3Server();
     const proxy = await startFaultProxy(server.endpoint);
     t.after(() => proxy.close());
@@ -101,6 +107,7 @@ describe("S3 under faults", { concurrency: 3 }, () => {
       endpoint: proxy.endpoint,
       forcePathStyle: true,
       idleTimeoutMs: 300,
+      ...extra,
     });
     return { proxy, bucket, driver };
   }
@@ -153,17 +160,9 @@ describe("S3 under faults", { concurrency: 3 }, () => {
   });
 
   it("a multipart upload of changed bytes is source_invalid even when aborting it fails", async (t) => {
-    const { proxy } = await hungDriver(t);
-    const server = await ensureS3Server();
-    const bucket = await createTestBucket();
-    t.after(() => removeTestBucket(bucket));
-    const driver = createS3Driver({
-      bucket,
-      prefix: "abort",
-      region: server.region,
-      endpoint: proxy.endpoint,
-      forcePathStyle: true,
+    const { proxy, driver } = await hungDriver(t, {
       multipartThreshold: 5 * 1024 * 1024,
+      idleTimeoutMs: 60_000,
     });
     const dir = await tempDir("distributor-abort-");
     const file = path.join(dir, "big.bin");
