@@ -262,4 +262,43 @@ describe("storage_error", () => {
     }
     assert.equal(await readFile(s.root, "utf8"), "not a directory\n");
   });
+
+  test("status with one root that is a regular file: that pair's row has the error, the others are shown", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web", "broken"] } },
+      destinations: {
+        web: { root: path.join(base, "public") },
+        broken: { root: path.join(base, "broken") },
+      },
+    }));
+    await writeFile(path.join(s.base, "broken"), "not a directory\n");
+    const published = await s.runJson(["--destination", "web"]);
+    assert.equal(published.code, 0, published.stdout);
+    const json = await runCliJson<StatusJson>(["status", "--config", s.config]);
+    assert.equal(json.code, 1, "a root that cannot be read is a storage error");
+    assert.equal(json.json.ok, false);
+    const [web, broken] = json.json.pairs;
+    assert.deepEqual(
+      [web?.destination_id, web?.state, web?.outputs, web?.error],
+      ["web", "valid", SITE_OUTPUTS.length, null],
+    );
+    assert.deepEqual([broken?.destination_id, broken?.state], ["broken", null]);
+    assert.equal(broken?.error?.code, "storage_error");
+    assert.match(broken?.error?.message ?? "", /broken/);
+    const human = await runCli(["status", "--config", s.config]);
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /site → web: state valid, 4 owned outputs/);
+    assert.match(human.stdout, /site → broken: error \[storage_error\]/);
+    assert.equal(hasStackTrace(human.stderr), false, human.stderr);
+  });
 });
+
+interface StatusJson {
+  ok: boolean;
+  pairs: {
+    destination_id: string;
+    state: string | null;
+    outputs: number;
+    error: { code: string; message: string } | null;
+  }[];
+}

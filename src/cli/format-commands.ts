@@ -14,6 +14,10 @@ export function formatValidate(report: ValidateReport): string {
 
 export function formatStatus(report: StatusReport): string {
   const lines = report.pairs.map((pair) => {
+    const where = `${pair.pipeline_id} → ${pair.destination_id}`;
+    if (pair.error !== null) {
+      return `${where}: error [${pair.error.code}] ${pair.error.message}\n  root ${pair.root}`;
+    }
     const lock =
       pair.lock === null
         ? "unlocked"
@@ -21,7 +25,7 @@ export function formatStatus(report: StatusReport): string {
           ? "locked (unreadable lock file: holder unknown)"
           : `locked by ${pair.lock.hostname} pid ${pair.lock.pid} since ${pair.lock.started_at}`;
     const updated = pair.updated_at ? `, last update ${pair.updated_at}` : "";
-    return `${pair.pipeline_id} → ${pair.destination_id}: state ${pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
+    return `${where}: state ${pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
   });
   return `${lines.join("\n")}\n`;
 }

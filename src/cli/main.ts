@@ -164,7 +164,8 @@ function buildProgram(setExit: (code: number) => void): Command {
       const report = await status({ configFile: flags.config });
       if (flags.json) printJson(report);
       else process.stdout.write(formatStatus(report));
-      setExit(0);
+      // A root that could not be read is a storage error (SPEC §10: exit 1).
+      setExit(report.ok ? 0 : 1);
     });
 
   registerMaintenanceCommands(program, setExit);
