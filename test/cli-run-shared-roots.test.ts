@@ -5,7 +5,7 @@
  * root manages.
  */
 import assert from "node:assert/strict";
-import { mkdir, readFile, symlink } from "node:fs/promises";
+import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, test } from "node:test";
 import {
@@ -125,4 +125,41 @@ test("--force on a root with another root of the same run nested in it is a usag
   assert.equal(forced.json.error?.code, "usage");
   assert.match(forced.json.error?.message ?? "", /another root of this run/);
   assert.deepEqual(await listFiles(root).catch(() => []), []);
+});
+
+test("a legacy root shared by two pairs: only the first publishes over leftovers, as when run one after another", async () => {
+  // docs/destination-state.md: the first pair upgrades the state to schema 4;
+  // to the second, a leftover file where its output goes is unmanaged.
+  const { root, config } = await twoPipelines(
+    { "a.txt": "new a\n" },
+    { "b.txt": "new b\n" },
+    (base) => ({
+      d1: { root: path.join(base, "pub") },
+      d2: { root: path.join(base, "pub") },
+    }),
+  );
+  await mkdir(root, { recursive: true });
+  const legacy = `${JSON.stringify({ schema_version: 3, outputs: [] })}\n`;
+  await writeFile(path.join(root, ".distributor.json"), legacy);
+  await writeFile(path.join(root, "a.txt"), "old a\n");
+  await writeFile(path.join(root, "b.txt"), "old b\n");
+  for (const extra of [["--dry-run"], []]) {
+    const result = await runCliJson<RunJson>(["run", "--config", config, ...extra]);
+    assert.equal(result.code, 1, result.stdout);
+    const actions = result.json.results?.map((pair) => [pair.pipeline_id, pair.action]);
+    assert.deepEqual(actions, [
+      ["p1", "upsert_additive"],
+      ["p2", "fail_unmanaged"],
+    ]);
+    assert.deepEqual(result.json.results?.[1]?.error?.paths, ["b.txt"]);
+  }
+  // Nothing was written anywhere, the first pair's publication included.
+  assert.equal(await readFile(path.join(root, ".distributor.json"), "utf8"), legacy);
+  assert.equal(await readFile(path.join(root, "a.txt"), "utf8"), "old a\n");
+  // Alone, the first pair publishes over its leftover; then the second is refused.
+  const first = await runCliJson<RunJson>(["run", "--config", config, "--pipeline", "p1"]);
+  assert.equal(first.code, 0, first.stdout);
+  const second = await runCliJson<RunJson>(["run", "--config", config, "--pipeline", "p2"]);
+  assert.equal(second.json.results?.[0]?.action, "fail_unmanaged", second.stdout);
+  assert.equal(await readFile(path.join(root, "b.txt"), "utf8"), "old b\n");
 });
