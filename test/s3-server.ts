@@ -4,8 +4,9 @@
  * service (a Ceph RGW on loopback) next to the repository. When neither works
  * it throws: S3 tests fail loudly, they are never skipped.
  */
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -27,7 +28,36 @@ export interface S3Server {
 
 // The compiled file is dist/test/s3-server.js: the repository is two levels up.
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const START_SCRIPT = path.join(REPO_ROOT, "..", "shared", "services", "s3", "start");
+const START_SCRIPT = path.join(sharedDir(), "services", "s3", "start");
+
+/**
+ * The shared test services, found as .ci/run finds them: DISTRIBUTOR_SHARED_DIR,
+ * else ../shared next to the repository, else next to the repository this
+ * clone was cloned from (a clone made in a temp dir). The first that exists,
+ * else ../shared, which the error message then names.
+ */
+function sharedDir(): string {
+  const beside = path.join(REPO_ROOT, "..", "shared");
+  const candidates = [process.env.DISTRIBUTOR_SHARED_DIR, beside, _originShared()];
+  for (const candidate of candidates) {
+    if (candidate && existsSync(path.join(candidate, "services", "s3", "start"))) return candidate;
+  }
+  return beside;
+}
+
+function _originShared(): string | undefined {
+  try {
+    const origin = execFileSync("git", ["remote", "get-url", "origin"], {
+      cwd: REPO_ROOT,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+    // Only a local path has services beside it; a URL has none.
+    return path.isAbsolute(origin) ? path.join(origin, "..", "shared") : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 let server: Promise<S3Server> | undefined;
 

@@ -124,6 +124,14 @@ describe("parseManifest", () => {
     );
   });
 
+  test("a duplicate path is reported with the other problems, not after they are fixed", () => {
+    expectInvalid(
+      withFile({ ...goodFile, sha256: "nope" }),
+      "files[1].sha256:",
+      'files[1].path: "report.md" is already listed at files[0]',
+    );
+  });
+
   test("size must be a whole number of bytes, 0 or greater", () => {
     expectInvalid(
       withFile({ ...goodFile, path: "x", size: -1 }),

@@ -98,13 +98,16 @@ function decodeJson(bytes: Uint8Array, where: string): unknown {
   }
 }
 
-function duplicatePaths(files: readonly ManifestFile[]): string[] {
+/** Paths listed twice; entries without a string path (reported by the schema) are passed over. */
+function duplicatePaths(files: readonly unknown[]): string[] {
   const firstIndex = new Map<string, number>();
   const problems: string[] = [];
   files.forEach((file, index) => {
-    const first = firstIndex.get(file.path);
-    if (first === undefined) firstIndex.set(file.path, index);
-    else problems.push(`files[${index}].path: "${file.path}" is already listed at files[${first}]`);
+    const path = _isObject(file) ? file.path : undefined;
+    if (typeof path !== "string") return;
+    const first = firstIndex.get(path);
+    if (first === undefined) firstIndex.set(path, index);
+    else problems.push(`files[${index}].path: "${path}" is already listed at files[${first}]`);
   });
   return problems;
 }
@@ -131,10 +134,13 @@ type ManifestFields = { id: string; created: string; files: ManifestFile[] };
 function _validated(document: unknown, where: string): ManifestFields {
   const result = manifestSchema.safeParse(document);
   if (!result.success) {
-    throw invalid(
-      where,
-      result.error.issues.map((issue) => `${formatLocation(issue.path)}: ${issue.message}`),
+    const problems = result.error.issues.map(
+      (issue) => `${formatLocation(issue.path)}: ${issue.message}`,
     );
+    // Every problem at once (docs/manifest.md), duplicates among the others.
+    const files = _isObject(document) ? document.files : undefined;
+    if (Array.isArray(files)) problems.push(...duplicatePaths(files));
+    throw invalid(where, problems);
   }
   const { id, created } = result.data;
   const files = result.data.files.map((f) => _file(f.path, f.size, f.sha256, f.media_type));
