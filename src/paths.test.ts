@@ -8,6 +8,7 @@ import {
   hasReservedSegment,
   inRoot,
   isTempPath,
+  nestedRootOf,
 } from "./paths.js";
 
 // The straightforward definitions the fast paths must agree with.
@@ -142,4 +143,19 @@ test("baseName and isTempPath look at the last segment only", () => {
 test("inRoot joins a name under a directory root and an S3 root, which ends with a slash", () => {
   assert.equal(inRoot("/srv/site", ".distributor.lock"), "/srv/site/.distributor.lock");
   assert.equal(inRoot("s3://bucket/p/", ".distributor.lock"), "s3://bucket/p/.distributor.lock");
+});
+
+test("nestedRootOf names the folder of another root's tool files, never this root's own", () => {
+  const cases: [string, string | null][] = [
+    ["sub/.distributor.json", "sub"],
+    ["a/b/.distributor.lock", "a/b"],
+    ["sub/.distributor.json/x", "sub"],
+    ["a/.distributor.json/b/.distributor.lock", "a"],
+    [".distributor.json", null],
+    [".distributor.json/x/.distributor.lock", null],
+    ["sub/.distributor.tmp-1", null],
+    ["sub/x.distributor.json", null],
+    ["sub/page.html", null],
+  ];
+  for (const [path, root] of cases) assert.equal(nestedRootOf(path), root, path);
 });

@@ -104,6 +104,19 @@ export function isReservedName(relativePath: string): boolean {
   return baseName(relativePath).startsWith(RESERVED_PREFIX);
 }
 
+/**
+ * The folder of another root that a tool file in a listing belongs to: the
+ * folder the first reserved name sits in (`sub` for `sub/.distributor.json`,
+ * and for `sub/.distributor.json/x` inside a state path that is a folder).
+ * null for this root's own tool files (at the top), for temporary files
+ * (any root leaves those in any folder it writes) and for other paths.
+ */
+export function nestedRootOf(relativePath: string): string | null {
+  if (relativePath.startsWith(RESERVED_PREFIX) || isTempPath(relativePath)) return null;
+  const at = relativePath.indexOf(`/${RESERVED_PREFIX}`);
+  return at > 0 ? relativePath.slice(0, at) : null;
+}
+
 /** True when any segment of a relative path is reserved (e.g. a temp dir or file). */
 export function hasReservedSegment(relativePath: string): boolean {
   if (!relativePath.includes(RESERVED_PREFIX)) return false;

@@ -25,6 +25,9 @@ describe("staleTempPaths", () => {
       file("locked/deep/.distributor.tmp-2"),
       file("stated/.distributor.json"),
       file("stated/.distributor.tmp-3"),
+      // A state path that is a folder still marks a root (nestedRootOf).
+      file("folded/.distributor.json/x"),
+      file("folded/.distributor.tmp-6"),
       file("plain/.distributor.tmp-4"),
       file("lockedness/.distributor.tmp-5"),
     ];

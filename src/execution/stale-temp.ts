@@ -5,10 +5,11 @@
  * writes one, so they are removed before applying. The one exception is
  * harmless: a run that is starting may have just written its lock's temp file;
  * removing it makes that run find the lock held, as it is. A folder with its
- * own lock or state is another root (nested in this one), whose own lock
- * covers its temp files: those are left to it.
+ * own tool files (lock, state, even a state path that is a folder) is another
+ * root nested in this one, whose own lock covers its temp files: those are
+ * left to it (nestedRootOf, as planning sees nested roots).
  */
-import { baseName, isTempPath, LOCK_FILE, STATE_FILE } from "../paths.js";
+import { isTempPath, nestedRootOf } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 
@@ -30,10 +31,9 @@ export async function removeStaleTempFiles(
 
 /** The temp files of this root in a listing: none of another root nested in it. */
 export function staleTempPaths(entries: readonly StorageEntry[]): string[] {
-  const nestedRoots = entries
-    .filter((entry) => entry.path.includes("/"))
-    .filter((entry) => baseName(entry.path) === LOCK_FILE || baseName(entry.path) === STATE_FILE)
-    .map((entry) => entry.path.slice(0, entry.path.lastIndexOf("/") + 1));
+  const nestedRoots = [
+    ...new Set(entries.map((entry) => nestedRootOf(entry.path)).filter((root) => root !== null)),
+  ].map((root) => `${root}/`);
   return entries
     .filter((entry) => entry.type !== "directory" && isTempPath(entry.path))
     .filter((entry) => !nestedRoots.some((root) => entry.path.startsWith(root)))

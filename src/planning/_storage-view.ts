@@ -3,7 +3,13 @@
  * the directories the listing implies (a directory is listed itself only when
  * it is empty).
  */
-import { addAncestors, compareUtf8, hasReservedSegment, isTempPath } from "../paths.js";
+import {
+  addAncestors,
+  compareUtf8,
+  hasReservedSegment,
+  isTempPath,
+  nestedRootOf,
+} from "../paths.js";
 import type { StorageEntry } from "../storage/driver.js";
 
 export interface StorageView {
@@ -54,8 +60,8 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
       // Temporary files of this root are removed before anything is applied.
       if (!isTempPath(entry.path)) {
         addAncestors(toolDirs, entry.path);
-        const slash = entry.path.lastIndexOf("/");
-        if (slash > 0) nestedRoots.add(entry.path.slice(0, slash));
+        const nested = nestedRootOf(entry.path);
+        if (nested !== null) nestedRoots.add(nested);
       }
       continue;
     }

@@ -220,6 +220,23 @@ describe("planRun: records and timestamps", () => {
     assert.deepEqual(plan.error?.paths, ["sub"]);
   });
 
+  test("a nested root whose state path is a folder is still a nested root", () => {
+    // Its own run classifies that state as invalid; what is inside `sub` is
+    // still that root's to manage, with or without --force.
+    for (const force of [false, true]) {
+      const plan = planRun(
+        input({
+          force,
+          outputs: [planned("sub/x.txt")],
+          state: valid(),
+          listing: listing("sub/.distributor.json/junk"),
+        }),
+      );
+      assert.equal(plan.action, "fail_unmanaged", `force: ${force}`);
+      assert.deepEqual(plan.error?.paths, ["sub"]);
+    }
+  });
+
   test("force_replace's claim gives a path that holds something now a digest no output has", () => {
     // The claim is written before the root is emptied: killed then, a plain
     // run must rewrite what is at a planned path, never take it as unchanged.
