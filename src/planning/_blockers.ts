@@ -4,7 +4,12 @@
  * (replacement: a file of ours that becomes a folder, or the reverse).
  */
 import type { OutputRecord } from "../state/types.js";
-import { type Blocker, type StorageView, structuralBlocker } from "./_storage-view.js";
+import {
+  type Blocker,
+  type ClearFolderMemo,
+  type StorageView,
+  structuralBlocker,
+} from "./_storage-view.js";
 
 /**
  * What in storage stops writing `path`: structural blockers always; a symlink at
@@ -15,15 +20,16 @@ import { type Blocker, type StorageView, structuralBlocker } from "./_storage-vi
 export function blockerOf(
   clearing: Clearing,
   path: string,
-  flags: { recorded: boolean; legacy: boolean },
+  recorded: boolean,
+  legacy: boolean,
 ): Blocker | null {
   const { view } = clearing;
   const structural = structuralUnlessCleared(clearing, path);
-  if (structural !== null || flags.recorded) return structural;
+  if (structural !== null || recorded) return structural;
   const entry = view.entries.get(path);
   if (entry === undefined) return null;
   if (entry.type === "symlink") return { path, why: "a symbolic link", unsafe: true };
-  if (flags.legacy) return null;
+  if (legacy) return null;
   return {
     path,
     why: entry.type === "file" ? "a file not recorded in the state" : "a special file",
@@ -39,6 +45,8 @@ export interface Clearing {
   omitted: ReadonlySet<string>;
   /** Filled in: deletes that clear the way for an output (RunPlan.deletesFirst). */
   first: Set<string>;
+  /** For structuralBlocker: the outputs are checked in sorted order. */
+  memo: ClearFolderMemo;
 }
 
 /**
@@ -50,7 +58,7 @@ export interface Clearing {
  */
 function structuralUnlessCleared(clearing: Clearing, path: string): Blocker | null {
   const { view, omitted, first } = clearing;
-  const blocker = structuralBlocker(view, path);
+  const blocker = structuralBlocker(view, path, clearing.memo);
   if (blocker === null || blocker.unsafe) return blocker;
   if (blocker.path !== path) {
     // A file (of any kind) at an ancestor: nothing else can sit below a file.

@@ -55,6 +55,10 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   const emptyDirs = new Set<string>();
   const toolDirs = new Set<string>();
   const nestedRoots = new Set<string>();
+  // The folder of the last entry whose ancestors are all in `dirs` already: a
+  // listing comes folder by folder, so most entries skip addAncestors' slice
+  // and lookup (100,000 of each on a large root).
+  let lastFolder = "";
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) {
       // Temporary files of this root are removed before anything is applied.
@@ -71,7 +75,10 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
       dirs.add(entry.path);
       emptyDirs.add(entry.path);
     } else entries.set(entry.path, entry);
+    const slash = entry.path.lastIndexOf("/");
+    if (slash > 0 && slash === lastFolder.length && entry.path.startsWith(lastFolder)) continue;
     addAncestors(dirs, entry.path);
+    if (slash > 0) lastFolder = entry.path.slice(0, slash);
   }
   return { entries, dirs, emptyDirs, toolDirs, nestedRoots };
 }
@@ -87,8 +94,43 @@ export function viewPaths(view: StorageView): string[] {
  * there), or a directory at the path itself. Entries at the path itself are the
  * caller's decision, since they depend on the records.
  */
-export function structuralBlocker(view: StorageView, path: string): Blocker | null {
-  // Shallowest first, as ancestorsOf() lists them, without building the list.
+export function structuralBlocker(
+  view: StorageView,
+  path: string,
+  memo?: ClearFolderMemo,
+): Blocker | null {
+  const slash = path.lastIndexOf("/");
+  const folderClear =
+    memo !== undefined && slash > 0 && slash === memo.folder.length && path.startsWith(memo.folder);
+  if (!folderClear) {
+    const blocker = _ancestorBlocker(view, path);
+    if (blocker !== null) return blocker;
+    if (memo !== undefined && slash > 0) memo.folder = path.slice(0, slash);
+  }
+  if (view.toolDirs.has(path)) {
+    return {
+      path,
+      why: "a directory holding another root's .distributor.* files",
+      unsafe: false,
+      nestedRoot: true,
+    };
+  }
+  if (view.dirs.has(path)) return { path, why: "a directory", unsafe: false };
+  return null;
+}
+
+/**
+ * The last folder whose ancestors (itself included) structuralBlocker found
+ * clear: what is in the way above a path depends only on its folder, and the
+ * sorted outputs of one folder come one after another. "" before the first.
+ */
+export interface ClearFolderMemo {
+  folder: string;
+}
+
+/** A nested root, a symlink or a file at one of `path`'s ancestors, shallowest first. */
+function _ancestorBlocker(view: StorageView, path: string): Blocker | null {
+  // As ancestorsOf() lists them, without building the list.
   for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
     const ancestor = path.slice(0, i);
     // Inside another root: its catalog manages what is there (a run of it may
@@ -109,14 +151,5 @@ export function structuralBlocker(view: StorageView, path: string): Blocker | nu
       return { path: ancestor, why: `a file where ${path} needs a directory`, unsafe: false };
     }
   }
-  if (view.toolDirs.has(path)) {
-    return {
-      path,
-      why: "a directory holding another root's .distributor.* files",
-      unsafe: false,
-      nestedRoot: true,
-    };
-  }
-  if (view.dirs.has(path)) return { path, why: "a directory", unsafe: false };
   return null;
 }

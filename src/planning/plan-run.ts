@@ -15,9 +15,9 @@ import { caseFoldClashes } from "./_case-fold.js";
 import { blockedPlan, caseFoldPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
 import {
   decideRecorded,
+  outputDifferences,
   ownsRecord,
   type RecordContext,
-  recordDifferences,
   recordFor,
 } from "./_records.js";
 import {
@@ -175,9 +175,14 @@ function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
     return { ..._fresh(input, "not in catalog"), action: "publish_new" };
   }
   // Nothing is ours under missing state, so nothing is cleared by deleting it.
-  const clearing: Clearing = { view, recorded: new Map(), omitted: new Set(), first: new Set() };
-  const notRecorded = { recorded: false, legacy: false };
-  const blockers = _blockersOf(_sorted(input.outputs), clearing, () => notRecorded);
+  const clearing: Clearing = {
+    view,
+    recorded: new Map(),
+    omitted: new Set(),
+    first: new Set(),
+    memo: { folder: "" },
+  };
+  const blockers = _blockersOf(_sorted(input.outputs), clearing, () => false, false);
   if (blockers.length > 0) return blockedPlan(input, blockers);
   // Empty directories are no content: the outputs go around them.
   if (view.entries.size === 0) {
@@ -194,14 +199,24 @@ function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
 function _blockersOf(
   outputs: readonly PlannedOutput[],
   clearing: Clearing,
-  flagsOf: (path: string) => { recorded: boolean; legacy: boolean },
+  isRecorded: (path: string) => boolean,
+  legacy: boolean,
 ): Blocker[] {
   const blockers: Blocker[] = [];
   for (const { path } of outputs) {
-    const blocker = blockerOf(clearing, path, flagsOf(path));
+    const blocker = blockerOf(clearing, path, isRecorded(path), legacy);
     if (blocker !== null) blockers.push(blocker);
   }
   return blockers;
+}
+
+/** The records whose path is in neither set. */
+function _notIn(
+  records: readonly OutputRecord[],
+  planned: ReadonlySet<string>,
+  omitted: ReadonlySet<string>,
+): OutputRecord[] {
+  return records.filter((r) => !planned.has(r.path) && !omitted.has(r.path));
 }
 
 /** publish_new and force_replace: every output is a create under a brand-new state. */
@@ -239,20 +254,44 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   const byPath = new Map<string, OutputRecord>();
   for (const record of oldRecords) byPath.set(record.path, record);
   const outputs = _sorted(input.outputs);
-  const plannedPaths = new Set<string>();
-  for (const output of outputs) plannedPaths.add(output.path);
-  const omitted = _omitted(input, oldRecords, plannedPaths);
+  // Built only when needed: for a replacement's omissions, and for the records
+  // this run does not plan (none on an unchanged rerun of the same bundle).
+  let plannedPaths: Set<string> | undefined;
+  const plannedPathSet = (): Set<string> => {
+    if (plannedPaths === undefined) {
+      plannedPaths = new Set<string>();
+      for (const output of outputs) plannedPaths.add(output.path);
+    }
+    return plannedPaths;
+  };
+  const omitted =
+    input.workflow === "replacement" ? _omitted(input, oldRecords, plannedPathSet()) : [];
   const omittedPaths = new Set(omitted.map((record) => record.path));
-  const clearing: Clearing = { view, recorded: byPath, omitted: omittedPaths, first: new Set() };
-  const blockers = _blockersOf(outputs, clearing, (path) => ({
-    recorded: byPath.has(path),
-    legacy: old === null,
-  }));
-  if (blockers.length > 0) return blockedPlan(input, blockers);
-
+  const clearing: Clearing = {
+    view,
+    recorded: byPath,
+    omitted: omittedPaths,
+    first: new Set(),
+    memo: { folder: "" },
+  };
+  // One pass: what is in the way of each output, and each output's change,
+  // with one lookup of its record. Any blocker fails the plan, so the
+  // changes are only worked out while there is none.
   const scope: Scope = { input, view, context: _context(input) };
-  const planned = outputs.map((output) => _planOutput(scope, output, byPath.get(output.path)));
-  const kept = oldRecords.filter((r) => !plannedPaths.has(r.path) && !omittedPaths.has(r.path));
+  const blockers: Blocker[] = [];
+  const planned: Planned[] = [];
+  let recordsPlanned = 0;
+  for (const output of outputs) {
+    const record = byPath.get(output.path);
+    if (record !== undefined) recordsPlanned += 1;
+    const blocker = blockerOf(clearing, output.path, record !== undefined, old === null);
+    if (blocker !== null) blockers.push(blocker);
+    else if (blockers.length === 0) planned.push(_planOutput(scope, output, record));
+  }
+  if (blockers.length > 0) return blockedPlan(input, blockers);
+  // Paths are unique in a valid state: when every record is planned, none is kept.
+  const kept =
+    recordsPlanned === oldRecords.length ? [] : _notIn(oldRecords, plannedPathSet(), omittedPaths);
   const changes = [...planned.map((p) => p.change), ...omitted.map((r) => _deleteChange(view, r))];
   // Planned changes follow the sorted outputs already; only deletes need merging in.
   if (omitted.length > 0) changes.sort((a, b) => compareUtf8(a.path, b.path));
@@ -346,22 +385,20 @@ function _planOutput(
       recordChanged: true,
     };
   }
-  const kept = recordFor(output, context, {
-    created_at: record.created_at,
-    updated_at: record.updated_at,
-  });
-  const differences = recordDifferences(kept, record);
+  const differences = outputDifferences(output, context, record);
   if (differences.length === 0) {
     // The old record is the same field for field (validation allows no other
-    // fields, the writer orders them): keep it, and let `kept` die young
-    // instead of surviving with the plan (100,000 records on a large catalog).
+    // fields, the writer orders them): keep it.
     return {
       change: _change(output, "unchanged", decision.reason, record),
       record,
       recordChanged: false,
     };
   }
-  const touched = { ...kept, updated_at: input.now };
+  const touched = recordFor(output, context, {
+    created_at: record.created_at,
+    updated_at: input.now,
+  });
   const reason = `${decision.reason}; record changes: ${differences.join(", ")}`;
   return {
     change: _change(output, "unchanged", reason, touched),
