@@ -3,7 +3,7 @@
  * Prune Semantics), including a SIGKILL during `prune --apply`.
  */
 import assert from "node:assert/strict";
-import { link, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { link, lstat, mkdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -18,6 +18,7 @@ import {
   UNMANAGED,
   writeStateBytes,
 } from "./helpers/maintenance.js";
+import { exists } from "./helpers/scenario.js";
 
 interface PruneJson {
   ok: boolean;
@@ -138,6 +139,48 @@ describe("prune --apply", () => {
     assert.equal(result.code, 0);
     assert.ok(result.json.deleted.includes("alpha/two.txt"));
     assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), []);
+  });
+
+  it("leaves what is not its own to delete, drops those records, as a replacement run does", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    // A symlink where alpha/one.txt was; a file where alpha/deep's folder was.
+    const outside = path.join(dir, "outside.txt");
+    await writeFile(outside, "not ours\n");
+    await rm(path.join(root, "alpha/one.txt"));
+    await symlink(outside, path.join(root, "alpha/one.txt"));
+    await rm(path.join(root, "alpha/deep"), { recursive: true });
+    await writeFile(path.join(root, "alpha/deep"), "a file now\n");
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.code, 0, result.stdout);
+    assert.deepEqual(result.json.failed, []);
+    assert.deepEqual(result.json.deleted, [
+      "alpha/deep/three.txt",
+      "alpha/one.txt",
+      "alpha/two.txt",
+    ]);
+    assert.ok((await lstat(path.join(root, "alpha/one.txt"))).isSymbolicLink(), "the link stays");
+    assert.equal(await readFile(path.join(root, "alpha/deep"), "utf8"), "a file now\n");
+    assert.equal(await readFile(outside, "utf8"), "not ours\n");
+    assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), []);
+  });
+
+  it("never deletes a file inside a root nested in this one", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    // alpha/deep is now another root, which may have published three.txt since.
+    await writeFile(path.join(root, "alpha/deep/.distributor.lock"), "held\n");
+    const result = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
+      cwd: dir,
+    });
+    assert.equal(result.code, 0, result.stdout);
+    assert.ok(result.json.deleted.includes("alpha/deep/three.txt"), "its record is dropped");
+    assert.ok(await readFile(path.join(root, "alpha/deep/three.txt"), "utf8"), "the file stays");
+    assert.equal(
+      await exists(path.join(root, "alpha/two.txt")),
+      false,
+      "outside it, prune deletes",
+    );
   });
 
   it("a failed delete keeps its record, is reported, and exits 1", async () => {

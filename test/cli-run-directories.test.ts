@@ -88,7 +88,12 @@ describe("empty directories", () => {
 });
 
 describe("a folder of ours that a killed run emptied", () => {
-  test("is cleared for the file that replaces it: the plain rerun converges", async () => {
+  /**
+   * Publishes keep.txt, docs/a.txt and docs/sub/b.txt (replacement), then
+   * leaves what a run killed after deleting the docs files, before removing
+   * their folders, leaves: the records still there, the folders empty.
+   */
+  async function emptiedByAKill() {
     const s = await scenario(replacementSpec);
     const v1 = await s.bundle("v1", {
       "keep.txt": "k\n",
@@ -96,10 +101,13 @@ describe("a folder of ours that a killed run emptied", () => {
       "docs/sub/b.txt": "b\n",
     });
     assert.equal((await s.runJson(["--source", v1])).code, 0);
-    // What a run killed after deleting the omitted files, before removing
-    // their folders, leaves: the records still there, the folders empty.
     await rm(path.join(s.root, "docs/a.txt"));
     await rm(path.join(s.root, "docs/sub/b.txt"));
+    return s;
+  }
+
+  test("is cleared for the file that replaces it: the plain rerun converges", async () => {
+    const s = await emptiedByAKill();
     const v2 = await s.bundle("v2", { "keep.txt": "k\n", docs: "now a file\n" });
     const { code, json } = await s.runJson(["--source", v2]);
     assert.equal(code, 0, JSON.stringify(json));
@@ -107,6 +115,16 @@ describe("a folder of ours that a killed run emptied", () => {
     assert.ok((await lstat(path.join(s.root, "docs"))).isFile());
     assert.deepEqual(await listFiles(s.root), [".distributor.json", "docs", "keep.txt"]);
     assert.equal(onlyResult((await s.runJson(["--source", v2])).json).action, "skip_same");
+  });
+
+  test("a rerun after a kill between deleting omitted files and their folders removes the folders", async () => {
+    const s = await emptiedByAKill();
+    const v2 = await s.bundle("v2", { "keep.txt": "k\n" });
+    const { code, json } = await s.runJson(["--source", v2]);
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.deepEqual(onlyResult(json).deleted, ["docs/a.txt", "docs/sub/b.txt"]);
+    assert.deepEqual(await listFiles(s.root), [".distributor.json", "keep.txt"]);
+    assert.equal(await exists(path.join(s.root, "docs")), false, "the emptied folders are gone");
   });
 
   test("a folder holding a nested root's files is never cleared, nothing is deleted", async () => {

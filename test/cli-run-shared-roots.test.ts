@@ -5,7 +5,7 @@
  * root manages.
  */
 import assert from "node:assert/strict";
-import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, test } from "node:test";
 import {
@@ -162,4 +162,32 @@ test("a legacy root shared by two pairs: only the first publishes over leftovers
   const second = await runCliJson<RunJson>(["run", "--config", config, "--pipeline", "p2"]);
   assert.equal(second.json.results?.[0]?.action, "fail_unmanaged", second.stdout);
   assert.equal(await readFile(path.join(root, "b.txt"), "utf8"), "old b\n");
+});
+
+test("a run that fails planning leaves no root folder behind, a nested root's included", async () => {
+  // The lock folders of ./pub and ./pub/n are created for the locks and must
+  // both go again: the nested one is released (and removed) first.
+  const base = await tempDir("distributor-roots-");
+  await writeBundle(path.join(base, "b"), { "a.txt": "a\n" }, { id: "b.v1" });
+  await mkdir(path.join(base, "other"));
+  await writeFile(path.join(base, "other", "junk.txt"), "not ours\n");
+  const config = await writeConfigSpec(base, {
+    pipelines: { p: { source: path.join(base, "b"), destinations: ["outer", "inner", "other"] } },
+    destinations: {
+      outer: { root: path.join(base, "pub") },
+      inner: { root: path.join(base, "pub"), path: "n" },
+      other: { root: path.join(base, "other") },
+    },
+  });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const result = await runCliJson<RunJson>(["run", "--config", config]);
+    assert.equal(result.code, 1, result.stdout);
+    const actions = result.json.results?.map((pair) => pair.action);
+    assert.ok(actions?.includes("fail_unmanaged"), result.stdout);
+    assert.deepEqual(
+      await readdir(base).then((names) => names.sort()),
+      ["b", "distributor.yaml", "other"],
+      "nothing was written anywhere",
+    );
+  }
 });

@@ -50,7 +50,13 @@ export async function withLocks<T>(
     }
     return await body();
   } finally {
-    await Promise.allSettled(taken.map((acquisition) => releaseOne(acquisition)));
+    // Last taken, first released, one after another: a root nested in
+    // another sorts after it, and a root folder created for its lock is
+    // removed on release only when empty (_fs-lock.ts), which the outer
+    // one is only once the nested one's folder is gone.
+    for (const acquisition of taken.reverse()) {
+      await releaseOne(acquisition).catch(() => undefined);
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import type { PrunePolicy } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { clashPaths } from "../planning/_case-fold.js";
 import { MAX_ERROR_PATHS } from "../planning/_failures.js";
+import { removalOf, storageView } from "../planning/_storage-view.js";
 import { type PlannedPrune, planPrune } from "../planning/plan-prune.js";
 import type { CatalogState } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
@@ -151,16 +152,25 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
     reason,
   }));
   if (!context.apply || planned.length === 0) return { planned, deleted: [], failed: [] };
-  await removeStaleTempFiles(driver);
+  // Listed under the lock, as a run's plan: what is at each planned path
+  // decides whether the driver is asked to delete it (removalOf). A symlink
+  // there now, a file inside a root nested in this one, or a path whose
+  // folder is gone is left alone; its record goes all the same, as an
+  // already-missing file's does (SPEC §8), and as a replacement run drops it.
+  const listing = await driver.list();
+  await removeStaleTempFiles(driver, listing);
+  const view = storageView(listing);
+  const touched = planned
+    .map((entry) => entry.path)
+    .filter((path) => ["delete", "tidy", "folder"].includes(removalOf(view, path).kind));
   // Under unlessStopped, as the apply steps of a run: a signal waits for these
   // deletes to end before it releases the lock (locks.ts).
-  const results = await unlessStopped(() => driver.deleteMany(planned.map((entry) => entry.path)));
-  const deleted = results
-    .filter((result) => result.error === undefined)
-    .map((result) => result.path);
+  const results = touched.length === 0 ? [] : await unlessStopped(() => driver.deleteMany(touched));
   const failed = results.flatMap((result) =>
     result.error === undefined ? [] : [{ path: result.path, message: result.error }],
   );
+  const failedPaths = new Set(failed.map((failure) => failure.path));
+  const deleted = planned.map((entry) => entry.path).filter((path) => !failedPaths.has(path));
   if (deleted.length > 0) {
     const next = _withoutRecords(catalog, {
       paths: deleted,

@@ -83,6 +83,48 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   return { entries, dirs, emptyDirs, toolDirs, nestedRoots };
 }
 
+/** The folder of a root nested in this one that holds `path`, shallowest first; or null. */
+export function nestedRootAround(view: StorageView, path: string): string | null {
+  if (view.nestedRoots.size === 0) return null;
+  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
+    const ancestor = path.slice(0, i);
+    if (view.nestedRoots.has(ancestor)) return ancestor;
+  }
+  return null;
+}
+
+/**
+ * What removing a recorded output does to storage (a replacement's omitted
+ * output, a pruned one). Its record goes in every case; only `delete` and
+ * `tidy` paths are handed to the driver's delete.
+ * - `delete`: the listing shows something there of ours to delete.
+ * - `tidy`: nothing there, inside a real folder: the delete finds it missing
+ *   (which counts as deleted) and removes the folders left empty, as after a
+ *   run killed between deleting a file and removing its folder.
+ * - `gone`: nothing there, and no folder of ours around it to tidy (a file or
+ *   a symlink where its folder was, or no folder at all).
+ * - `folder`: a folder where the file was. A replacement run leaves it and
+ *   drops the record; prune hands it to the delete, which removes it only if
+ *   it holds nothing but empty folders, and otherwise fails and keeps the record.
+ * - `left`: something there that is not this root's to delete: a symlink, or
+ *   anything inside a root nested in this one (that root may have published
+ *   the path since); `why` says which.
+ */
+export type Removal =
+  | { kind: "delete" | "tidy" | "gone" | "folder" }
+  | { kind: "left"; why: string };
+
+export function removalOf(view: StorageView, path: string): Removal {
+  const nested = nestedRootAround(view, path);
+  if (nested !== null) return { kind: "left", why: `inside another root (${nested})` };
+  const entry = view.entries.get(path);
+  if (entry?.type === "symlink") return { kind: "left", why: "a symbolic link is there now" };
+  if (entry !== undefined) return { kind: "delete" };
+  if (view.dirs.has(path)) return { kind: "folder" };
+  const slash = path.lastIndexOf("/");
+  return slash > 0 && view.dirs.has(path.slice(0, slash)) ? { kind: "tidy" } : { kind: "gone" };
+}
+
 /** Non-reserved paths in the view, sorted by UTF-8 bytes. */
 export function viewPaths(view: StorageView): string[] {
   return [...view.entries.keys()].sort(compareUtf8);

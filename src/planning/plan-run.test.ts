@@ -220,6 +220,76 @@ describe("planRun: records and timestamps", () => {
     assert.deepEqual(plan.error?.paths, ["sub"]);
   });
 
+  test("a replacement never deletes an omitted file inside a nested root: the record is dropped", () => {
+    // The nested root may have published the path since this root recorded it.
+    const plan = planRun(
+      input({
+        workflow: "replacement",
+        outputs: [A],
+        state: valid(record("a.txt"), record("inner/a.txt")),
+        listing: listing("a.txt", "inner/a.txt", "inner/.distributor.json"),
+      }),
+    );
+    assert.equal(plan.action, "replace_catalog");
+    assert.deepEqual(plan.deletes, []);
+    const change = plan.changes.find((c) => c.path === "inner/a.txt");
+    assert.equal(change?.change, "delete");
+    assert.match(change?.reason ?? "", /inside another root \(inner\)/);
+    assert.deepEqual(
+      plan.finalState?.outputs.map((r) => r.path),
+      ["a.txt"],
+    );
+  });
+
+  test("an omitted record already gone is dropped; its empty folder is handed to the delete to tidy", () => {
+    // What a run killed between deleting the file and removing its folder leaves.
+    const plan = planRun(
+      input({
+        workflow: "replacement",
+        outputs: [A],
+        state: valid(record("a.txt"), record("docs/gone.txt"), record("f/x.txt"), record("l.txt")),
+        listing: listing("a.txt", { path: "docs", type: "directory", size: 0 }, "f", {
+          path: "l.txt",
+          type: "symlink",
+        }),
+      }),
+    );
+    assert.equal(plan.action, "replace_catalog");
+    // docs/gone.txt: missing in a real folder, tidied; f/x.txt: a file where
+    // its folder was, nothing to tidy; l.txt: a symlink now, left alone.
+    assert.deepEqual(plan.deletes, ["docs/gone.txt"]);
+    const reasons = Object.fromEntries(plan.changes.map((c) => [c.path, c.reason]));
+    assert.match(reasons["docs/gone.txt"] ?? "", /already gone from storage, record dropped/);
+    assert.match(reasons["f/x.txt"] ?? "", /already gone from storage, record dropped/);
+    assert.match(
+      reasons["l.txt"] ?? "",
+      /a symbolic link is there now, left alone, record dropped/,
+    );
+    assert.deepEqual(
+      plan.finalState?.outputs.map((r) => r.path),
+      ["a.txt"],
+    );
+  });
+
+  test("simulateApplied takes a cleared folder away with its empty subfolders", () => {
+    // The next pair on the root is planned against this: a phantom folder at
+    // a.txt would refuse a file there that the pairs run apart accept.
+    const before = input({
+      workflow: "replacement",
+      outputs: [A],
+      state: valid(record("a.txt/old/f.txt")),
+      listing: listing("a.txt/old/f.txt", { path: "a.txt/leftover", type: "directory", size: 0 }),
+    });
+    const plan = planRun(before);
+    assert.equal(plan.action, "replace_catalog");
+    assert.ok(plan.deletesFirst.length > 0, JSON.stringify(plan.deletesFirst));
+    const after = simulateApplied(plan, before);
+    assert.deepEqual(
+      after.listing.map((entry) => [entry.path, entry.type]),
+      [["a.txt", "file"]],
+    );
+  });
+
   test("a nested root whose state path is a folder is still a nested root", () => {
     // Its own run classifies that state as invalid; what is inside `sub` is
     // still that root's to manage, with or without --force.

@@ -7,7 +7,7 @@
  * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
-import { compareUtf8, STATE_FILE } from "../paths.js";
+import { ancestorsOf, compareUtf8, STATE_FILE } from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
@@ -22,6 +22,7 @@ import {
 } from "./_records.js";
 import {
   type Blocker,
+  removalOf,
   type StorageView,
   storageView,
   structuralBlocker,
@@ -312,7 +313,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
     error: null,
     changes,
-    deletes: omitted.map((r) => r.path).filter((path) => _deletable(view, path)),
+    deletes: _deletes(view, omitted, clearing.first, plannedPathSet),
     deletesFirst: [...clearing.first].sort(compareUtf8),
     claimState: _claim(input, old, created),
     finalState: _state(input, old?.created_at ?? input.now, [
@@ -408,18 +409,42 @@ function _planOutput(
 }
 
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
-  const reason = _deletable(view, record.path)
-    ? "omitted by this run (replacement)"
-    : "omitted by this run (replacement); already gone from storage, record dropped";
+  const removal = removalOf(view, record.path);
+  const omitted = "omitted by this run (replacement)";
+  const reason =
+    removal.kind === "delete"
+      ? omitted
+      : removal.kind === "left"
+        ? `${omitted}; ${removal.why}, left alone, record dropped`
+        : `${omitted}; already gone from storage, record dropped`;
   const change: OutputChange = { path: record.path, change: "delete", reason };
   if (record.url !== undefined) change.url = record.url;
   return change;
 }
 
-/** Only files the listing shows are deleted: never a symlink (not ours), never a missing path. */
-function _deletable(view: StorageView, path: string): boolean {
-  const entry = view.entries.get(path);
-  return entry !== undefined && entry.type !== "symlink";
+/**
+ * The omitted paths handed to the driver's delete (see removalOf): what the
+ * listing shows of ours, and missing ones whose folders a killed run may
+ * have left empty. Never a symlink, a folder, or a file in a nested root;
+ * and no missing one under a folder this plan clears or replaces with an
+ * output (the clearing removes that folder, and the output's file stands
+ * where the folder was by the time the other deletes run).
+ */
+function _deletes(
+  view: StorageView,
+  omitted: readonly OutputRecord[],
+  cleared: ReadonlySet<string>,
+  plannedPaths: () => ReadonlySet<string>,
+): string[] {
+  const deletes: string[] = [];
+  for (const { path } of omitted) {
+    const { kind } = removalOf(view, path);
+    if (kind === "delete") deletes.push(path);
+    if (kind !== "tidy") continue;
+    const replaced = ancestorsOf(path).some((dir) => cleared.has(dir) || plannedPaths().has(dir));
+    if (!replaced) deletes.push(path);
+  }
+  return deletes;
 }
 
 function _change(

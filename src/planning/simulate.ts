@@ -3,7 +3,7 @@
  * share a root are planned one after another (SPEC §6 step 5): the second is
  * planned against the state and listing the first one leaves.
  */
-import { hasReservedSegment } from "../paths.js";
+import { ancestorsOf, hasReservedSegment } from "../paths.js";
 import type { ClassifiedState } from "../state/types.js";
 import type { StorageEntry } from "../storage/driver.js";
 import type { RunPlan } from "./types.js";
@@ -17,7 +17,8 @@ export interface RootSnapshot {
 /**
  * The state and listing `before` will have once `plan` has been applied in full.
  * skip_same and fail_* change nothing. force_replace leaves only the reserved
- * tool files and the outputs; other plans remove `deletes` and put every created
+ * tool files and the outputs; other plans remove `deletes` and `deletesFirst`
+ * (with what is under them), and put every created
  * or updated output as a regular file of its planned size. A `RunPlanInput`
  * can be passed as `before` directly.
  */
@@ -28,9 +29,14 @@ export function simulateApplied(
   if (plan.finalState === null) return { state: before.state, listing: [...before.listing] };
   const entries = new Map<string, StorageEntry>();
   const removed = new Set(plan.deletes);
+  // Deletes that clear the way go with everything under them (a folder of
+  // ours a killed run emptied is cleared with its empty subfolders).
+  const cleared = new Set(plan.deletesFirst);
+  const gone = (path: string) =>
+    removed.has(path) || cleared.has(path) || ancestorsOf(path).some((dir) => cleared.has(dir));
   for (const entry of before.listing) {
     const keep =
-      plan.action === "force_replace" ? hasReservedSegment(entry.path) : !removed.has(entry.path);
+      plan.action === "force_replace" ? hasReservedSegment(entry.path) : !gone(entry.path);
     if (keep) entries.set(entry.path, entry);
   }
   for (const change of plan.changes) {
