@@ -70,3 +70,36 @@ for (const [signal, exitCode] of [
     assert.equal(again.json.results?.[0]?.action, "skip_same");
   });
 }
+
+test("a signal after a large --json report was written to a full pipe does not cut it short", async () => {
+  const base = await tempDir("distributor-signal-");
+  await writeBundle(path.join(base, "bundle"), FILES, { id: "signals.v1" });
+  const root = path.join(base, "public");
+  const config = await writeConfigSpec(base, {
+    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+    destinations: { web: { root } },
+  });
+  const child = spawnCli(["run", "--config", config, "--json"]);
+  const exited = once(child, "exit");
+  // Nothing reads stdout yet: the report (3,000 outputs, well over the pipe's
+  // 64 KiB) waits in it once the run is done: its state written, its lock gone.
+  child.stdout.pause();
+  const state = path.join(root, ".distributor.json");
+  const lock = path.join(root, ".distributor.lock");
+  while (!(await present(state)) || (await present(lock))) {
+    if (child.exitCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  child.kill("SIGINT");
+  const chunks: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  child.stdout.resume();
+  const [code] = await exited;
+  if (!child.stdout.readableEnded) await once(child.stdout, "end");
+  const text = Buffer.concat(chunks).toString("utf8");
+  assert.ok(text.length > 128 * 1024, `a large report: ${text.length} bytes`);
+  const report = JSON.parse(text) as RunJson;
+  assert.equal(report.results?.[0]?.outputs?.length, Object.keys(FILES).length);
+  assert.ok(code === 0 || code === 130, `exit ${code}`);
+});

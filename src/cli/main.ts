@@ -56,14 +56,18 @@ async function dispatch(argv: readonly string[]): Promise<number> {
         `${signal} received again: still stopping: writes already started end first, then the locks are released (at most ${STOP_WAIT_MS / 1000} s each)`,
       ),
     // --json promises exactly one document, also when a signal ends the
-    // command before its report was printed.
+    // command before its report was printed. Whatever was printed (that
+    // document, or a report already written) must reach the reader before
+    // the exit: a pipe takes it asynchronously, and process.exit drops the
+    // rest (a report over 64 KiB was cut short).
     async (signal) => {
-      if (!mode.json || hasPrintedJson()) return;
-      const error = new DistributorError(
-        "storage_error",
-        `Interrupted by ${signal} before the command finished: writes already started were completed, nothing else was started, and the locks were released. Run the same command again.`,
-      );
-      printJson({ ok: false, error: error.toReport() });
+      if (mode.json && !hasPrintedJson()) {
+        const error = new DistributorError(
+          "storage_error",
+          `Interrupted by ${signal} before the command finished: writes already started were completed, nothing else was started, and the locks were released. Run the same command again.`,
+        );
+        printJson({ ok: false, error: error.toReport() });
+      }
       await stdoutFlushed();
     },
   );
