@@ -51,6 +51,16 @@ async function twoPipelines(
   return { base, root: path.join(base, "pub"), config };
 }
 
+/** `run --force` naming both pipelines and both destinations. */
+const forceBothPairs = (config: string) =>
+  runCliJson<RunJson>([
+    "run",
+    "--config",
+    config,
+    "--force",
+    ...["--pipeline", "p1", "--pipeline", "p2", "--destination", "d1", "--destination", "d2"],
+  ]);
+
 /** p1 publishes `outerFiles` to ./pub, p2 x.txt to ./pub/sub: two roots, one nested. */
 const nestedRoots = (outerFiles: Record<string, string>) =>
   twoPipelines(outerFiles, { "x.txt": "inner\n" }, (base) => ({
@@ -78,13 +88,7 @@ test("--force on two pairs that share a root is a usage error; the root is left 
   }));
   assert.equal((await runCliJson<RunJson>(["run", "--config", config])).code, 0);
   const state = await readFile(path.join(root, ".distributor.json"), "utf8");
-  const forced = await runCliJson<RunJson>([
-    "run",
-    "--config",
-    config,
-    "--force",
-    ...["--pipeline", "p1", "--pipeline", "p2", "--destination", "d1", "--destination", "d2"],
-  ]);
+  const forced = await forceBothPairs(config);
   assert.equal(forced.code, 2, forced.stdout);
   assert.equal(forced.json.error?.code, "usage");
   assert.match(forced.json.error?.message ?? "", /Force one pipeline and destination at a time/);
@@ -114,13 +118,7 @@ test("two spellings of one folder (a symlink on the way) are one root, planned i
 
 test("--force on a root with another root of the same run nested in it is a usage error", async () => {
   const { root, config } = await nestedRoots({ "o.txt": "outer\n" });
-  const forced = await runCliJson<RunJson>([
-    "run",
-    "--config",
-    config,
-    "--force",
-    ...["--pipeline", "p1", "--pipeline", "p2", "--destination", "d1", "--destination", "d2"],
-  ]);
+  const forced = await forceBothPairs(config);
   assert.equal(forced.code, 2, forced.stdout);
   assert.equal(forced.json.error?.code, "usage");
   assert.match(forced.json.error?.message ?? "", /another root of this run/);

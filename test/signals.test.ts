@@ -23,7 +23,8 @@ const present = (file: string) =>
     () => false,
   );
 
-async function interruptedRun(signal: "SIGINT" | "SIGTERM") {
+/** FILES as a bundle, published by pipeline site to ./public. */
+async function signalScenario() {
   const base = await tempDir("distributor-signal-");
   await writeBundle(path.join(base, "bundle"), FILES, { id: "signals.v1" });
   const root = path.join(base, "public");
@@ -31,6 +32,11 @@ async function interruptedRun(signal: "SIGINT" | "SIGTERM") {
     pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
     destinations: { web: { root } },
   });
+  return { base, root, config };
+}
+
+async function interruptedRun(signal: "SIGINT" | "SIGTERM") {
+  const { base, root, config } = await signalScenario();
   const child = spawnCli(["run", "--config", config]);
   let stderr = "";
   child.stderr.on("data", (chunk) => {
@@ -72,13 +78,7 @@ for (const [signal, exitCode] of [
 }
 
 test("a signal after a large --json report was written to a full pipe does not cut it short", async () => {
-  const base = await tempDir("distributor-signal-");
-  await writeBundle(path.join(base, "bundle"), FILES, { id: "signals.v1" });
-  const root = path.join(base, "public");
-  const config = await writeConfigSpec(base, {
-    pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
-    destinations: { web: { root } },
-  });
+  const { root, config } = await signalScenario();
   const child = spawnCli(["run", "--config", config, "--json"]);
   const exited = once(child, "exit");
   // Nothing reads stdout yet: the report (3,000 outputs, well over the pipe's
