@@ -95,8 +95,9 @@ export function nestedRootAround(view: StorageView, path: string): string | null
 
 /**
  * What removing a recorded output does to storage (a replacement's omitted
- * output, a pruned one). Its record goes in every case; only `delete` and
- * `tidy` paths are handed to the driver's delete.
+ * output, a pruned one). Its record goes unless a delete handed to the
+ * driver fails; `delete` and `tidy` paths are handed to it, and prune also
+ * hands it `folder` ones.
  * - `delete`: the listing shows something there of ours to delete.
  * - `tidy`: nothing there, inside a real folder: the delete finds it missing
  *   (which counts as deleted) and removes the folders left empty, as after a

@@ -183,7 +183,7 @@ function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
     first: new Set(),
     memo: { folder: "" },
   };
-  const blockers = _blockersOf(_sorted(input.outputs), clearing, () => false, false);
+  const blockers = _blockersOf(_sorted(input.outputs), clearing);
   if (blockers.length > 0) return blockedPlan(input, blockers);
   // Empty directories are no content: the outputs go around them.
   if (view.entries.size === 0) {
@@ -197,15 +197,11 @@ function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
  * What stands in the way of each output, in output order. A plain loop, not
  * flatMap: on 100,000 outputs that built as many singleton arrays to collect.
  */
-function _blockersOf(
-  outputs: readonly PlannedOutput[],
-  clearing: Clearing,
-  isRecorded: (path: string) => boolean,
-  legacy: boolean,
-): Blocker[] {
+function _blockersOf(outputs: readonly PlannedOutput[], clearing: Clearing): Blocker[] {
   const blockers: Blocker[] = [];
   for (const { path } of outputs) {
-    const blocker = blockerOf(clearing, path, isRecorded(path), legacy);
+    // Missing state: nothing is recorded, and the root is not legacy.
+    const blocker = blockerOf(clearing, path, false, false);
     if (blocker !== null) blockers.push(blocker);
   }
   return blockers;
