@@ -161,7 +161,9 @@ function buildProgram(setExit: (code: number) => void): Command {
 
   program
     .command("status")
-    .description("show, per pair, the root, its state class, owned outputs, last update and lock (or why the root cannot be read)")
+    .description(
+      "show, per pair, the root, its state class, owned outputs, last update and lock (or why the root cannot be read)",
+    )
     .addOption(configOption())
     .option("--json", "print exactly one JSON report on stdout")
     .action(async (flags: CommonFlags) => {
