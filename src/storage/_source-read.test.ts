@@ -74,4 +74,29 @@ describe("copyVerified and readVerifiedSync", () => {
     assert.ok((await readFile(target)).byteLength <= verified.byteLength);
     assert.throws(() => readVerifiedSync(claim), isChanged);
   });
+
+  it("copy a file of several chunks byte for byte, and refuse one changed in its last chunk", async () => {
+    // 3.5 MiB of varying bytes: more than three copy chunks, the last one short.
+    const bytes = Buffer.alloc(3.5 * 1024 * 1024);
+    for (let i = 0; i < bytes.byteLength; i++) bytes[i] = (i * 31 + (i >> 12)) & 0xff;
+    const source = path.join(dir, "chunks.bin");
+    await writeFile(source, bytes);
+    const claim = { absPath: source, size: bytes.byteLength, sha256: digest(bytes) };
+
+    const copy = async (name: string) => {
+      const handle = await open(path.join(dir, name), "wx");
+      try {
+        return await copyVerified(claim, handle);
+      } finally {
+        await handle.close();
+      }
+    };
+    assert.equal(await copy("whole.bin"), bytes.byteLength);
+    assert.ok((await readFile(path.join(dir, "whole.bin"))).equals(bytes));
+
+    const changed = Buffer.from(bytes);
+    changed.writeUInt8((bytes.at(-1) ?? 0) ^ 1, changed.byteLength - 1);
+    await writeFile(source, changed);
+    await assert.rejects(copy("changed.bin"), isChanged);
+  });
 });
