@@ -3,7 +3,7 @@
  * what only a filesystem has (symlinks, special files, dead-pid locks, temp files).
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import {
@@ -25,6 +25,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
+import { deadPid } from "../src/storage/_lock.fixtures.js";
 import { formatUtcSeconds, parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
@@ -64,12 +65,6 @@ const bytes = (text: string) => ({ type: "bytes" as const, bytes: new TextEncode
 async function tempFilesUnder(dir: string): Promise<string[]> {
   const names = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
   return names.filter((name) => path.basename(name).startsWith(TEMP_PREFIX));
-}
-
-/** The pid of a process that has certainly exited. */
-function deadPid(): number {
-  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
-  return Number(child.stdout.toString());
 }
 
 describeStorageConformance("filesystem", async () => {

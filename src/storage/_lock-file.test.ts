@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import os from "node:os";
 import { describe, it } from "node:test";
+import { deadPid } from "./_lock.fixtures.js";
 import {
   currentLockHolder,
   formatUtcSeconds,
@@ -12,11 +12,6 @@ import {
   parseLockHolder,
   serializeLockHolder,
 } from "./_lock-file.js";
-
-function deadPid(): number {
-  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
-  return Number(child.stdout.toString());
-}
 
 describe("lock file format", () => {
   it("formats timestamps as UTC seconds with Z", () => {
