@@ -67,6 +67,12 @@ interface Crash {
   listing: StorageEntry[];
   /** Outputs not yet rewritten still hold the bytes --verify hashed. */
   verified: boolean;
+  /**
+   * Files that rightly outlive the rerun: unrecorded ones a killed force had
+   * not deleted yet. Nothing says they were the force's to delete, so a plain
+   * run leaves them, as it leaves any file it does not plan.
+   */
+  survivors?: StorageEntry[];
 }
 
 /** The root as it would be if the process died right after each step. */
@@ -89,7 +95,26 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     });
   }
   const deletesDone = simulateApplied(plan, input).listing;
+  // force_replace killed while it empties the root: every other path it
+  // deletes is gone, the others (and every folder) still there.
+  const halfGone = new Set(plan.deletes.filter((_, i) => i % 2 === 0));
+  const halfEmptied = input.listing.filter((e) => e.type === "directory" || !halfGone.has(e.path));
+  const recorded = new Set(
+    input.state.class === "valid" ? input.state.state.outputs.map((r) => r.path) : [],
+  );
+  const planned = new Set(input.outputs.map((o) => o.path));
+  const survivors = halfEmptied.filter(
+    (e) => e.type !== "directory" && !recorded.has(e.path) && !planned.has(e.path),
+  );
+  const emptying: Crash = {
+    point: "while emptying the root",
+    state: claimed,
+    listing: halfEmptied,
+    verified: true,
+    survivors,
+  };
   return [
+    ...(force && plan.claimState !== null ? [emptying] : []),
     { point: "after the claim state", state: claimed, listing: emptied, verified: true },
     { point: "after clearing the way", state: claimed, listing: cleared, verified: true },
     {
@@ -134,7 +159,11 @@ describe("invariant: a crash at any step converges on a plain rerun", () => {
         // only the timestamps of the interrupted state write are lost.
         const view = plan2.action === "skip_same" ? _withoutTimestamps : (s: ClassifiedState) => s;
         assert.deepEqual(view(converged.state), view(expected.state), crash.point);
-        assert.deepEqual(visible(converged.listing), visible(expected.listing), crash.point);
+        assert.deepEqual(
+          visible(converged.listing),
+          visible([...expected.listing, ...(crash.survivors ?? [])]),
+          crash.point,
+        );
         // Sizes alone cannot tell old bytes from new: follow the digests too.
         const content = initialContent(c.input);
         if (crash.point !== "after the claim state" && crash.point !== "after clearing the way") {

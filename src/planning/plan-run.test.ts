@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { classifyState } from "../state/read.js";
-import type { OutputRecord } from "../state/types.js";
+import type { CatalogState, OutputRecord } from "../state/types.js";
 import { serializeState } from "../state/write.js";
 import { CASES } from "./plan-run.cases.test.js";
 import {
@@ -16,7 +16,7 @@ import {
   SOURCE,
   valid,
 } from "./plan-run.fixtures.js";
-import { planRun, simulateApplied, UNKNOWN_DIGEST } from "./plan-run.js";
+import { LEFTOVER_DIGEST, planRun, simulateApplied, UNKNOWN_DIGEST } from "./plan-run.js";
 import type { RunPlan } from "./types.js";
 
 const A = planned("a.txt");
@@ -305,6 +305,52 @@ describe("planRun: records and timestamps", () => {
       assert.equal(plan.action, "fail_unmanaged", `force: ${force}`);
       assert.deepEqual(plan.error?.paths, ["sub"]);
     }
+  });
+
+  test("force_replace's claim keeps this owner's unplanned records as leftovers for a plain rerun to delete", () => {
+    const theirs = record("z.txt", { owner: "o/s" });
+    const before = {
+      state: valid(record("a.txt"), record("old.txt"), theirs),
+      listing: listing("a.txt", "old.txt", "z.txt"),
+    };
+    const force = planRun(input({ force: true, outputs: [A], ...before }));
+    assert.equal(force.claimFirst, true);
+    // Killed while the root is emptied, old.txt must not be left unrecorded:
+    // a later run that plans old.txt would refuse it as unmanaged.
+    assert.equal(recordOf(force, "old.txt", "claimState")?.sha256, LEFTOVER_DIGEST);
+    assert.deepEqual(recordOf(force, "z.txt", "claimState"), theirs);
+    assert.equal(recordOf(force, "old.txt"), undefined);
+    const claim = force.claimState as CatalogState;
+
+    // The plain additive rerun finishes the force: old.txt goes (deleted if
+    // still there, its record dropped if not); z.txt stays its owner's.
+    for (const left of [true, false]) {
+      const rerun = planRun(
+        input({
+          outputs: [A],
+          state: { class: "valid", state: claim },
+          listing: listing("a.txt", "z.txt", ...(left ? ["old.txt"] : [])),
+        }),
+      );
+      assert.equal(rerun.action, "upsert_additive");
+      const change = rerun.changes.find((c) => c.path === "old.txt");
+      assert.equal(change?.change, "delete");
+      assert.match(change?.reason ?? "", /force_replace that did not finish/);
+      assert.deepEqual(rerun.deletes.includes("old.txt"), left);
+      assert.equal(recordOf(rerun, "old.txt"), undefined);
+      assert.deepEqual(recordOf(rerun, "z.txt"), theirs);
+    }
+
+    // Another owner's run leaves this owner's leftover alone.
+    const other = planRun(
+      input({
+        owner: { pipelineId: "o", destinationId: "s" },
+        outputs: [planned("z.txt")],
+        state: { class: "valid", state: claim },
+        listing: listing("a.txt", "old.txt", "z.txt"),
+      }),
+    );
+    assert.equal(other.action, "skip_same");
   });
 
   test("force_replace's claim gives a path that holds something now a digest no output has", () => {

@@ -89,14 +89,23 @@ function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
   });
 }
 
-/** Records of this owner that a replacement run deletes: those it no longer plans. */
+/**
+ * Records of this owner that the run deletes: those it no longer plans, in a
+ * replacement; in any workflow, those an interrupted force_replace was about
+ * to delete (LEFTOVER_DIGEST).
+ */
 function _omitted(
   input: RunPlanInput,
   records: readonly OutputRecord[],
   plannedPaths: ReadonlySet<string>,
 ): OutputRecord[] {
-  if (input.workflow !== "replacement") return [];
-  return records.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path));
+  const replacement = input.workflow === "replacement";
+  return records.filter(
+    (r) =>
+      (replacement || r.sha256 === LEFTOVER_DIGEST) &&
+      ownsRecord(input.owner, r) &&
+      !plannedPaths.has(r.path),
+  );
 }
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
@@ -153,21 +162,38 @@ function _forceClaim(
   const fresh = plan.finalState;
   if (fresh === null) return null;
   const planned = new Set(fresh.outputs.map((record) => record.path));
-  // Other owners' records stay until the final state: killed before their
-  // files are deleted, those files are still recorded, and their owners'
-  // plain runs go on as before (SPEC §6: no other owner's record lost).
+  // Records this run does not plan stay until the final state, so that no
+  // file the force has not deleted yet is left unrecorded. Other owners'
+  // keep their digests: killed before their files are deleted, their owners'
+  // plain runs go on as before (SPEC §6: no other owner's record lost). This
+  // owner's get LEFTOVER_DIGEST: its plain rerun finishes what the force
+  // began and deletes them (see _omitted), as the uninterrupted run would have.
   const old = input.state.class === "valid" ? input.state.state.outputs : [];
-  const others = old.filter((r) => !ownsRecord(input.owner, r) && !planned.has(r.path));
+  const unplanned: OutputRecord[] = [];
+  for (const record of old) {
+    if (planned.has(record.path)) continue;
+    unplanned.push(
+      ownsRecord(input.owner, record) ? { ...record, sha256: LEFTOVER_DIGEST } : record,
+    );
+  }
   const present = fresh.outputs.some((record) => view.entries.has(record.path));
-  if (!present && others.length === 0) return fresh;
+  if (!present && unplanned.length === 0) return fresh;
   const outputs = fresh.outputs.map((record) =>
     view.entries.has(record.path) ? { ...record, sha256: UNKNOWN_DIGEST } : record,
   );
-  return { ...fresh, outputs: sortRecords([...outputs, ...others]) };
+  return { ...fresh, outputs: sortRecords([...outputs, ...unplanned]) };
 }
 
 /** A digest no output has: the record of a path whose bytes are not the planned ones yet. */
 export const UNKNOWN_DIGEST = `sha256:${"0".repeat(64)}`;
+
+/**
+ * A digest no output has: the record of an output of this owner that a
+ * force_replace, killed before it finished, was about to delete. Any plain
+ * run of the same owner deletes it (or drops the record if the file is gone),
+ * whatever the workflow.
+ */
+export const LEFTOVER_DIGEST = `sha256:${"f".repeat(64)}`;
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   // Nothing at all (not even a nested root's files): no output can be in the
@@ -262,7 +288,9 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     return plannedPaths;
   };
   const omitted =
-    input.workflow === "replacement" ? _omitted(input, oldRecords, plannedPathSet()) : [];
+    input.workflow === "replacement" || _hasLeftovers(oldRecords)
+      ? _omitted(input, oldRecords, plannedPathSet())
+      : [];
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = {
     view,
@@ -404,9 +432,18 @@ function _planOutput(
   };
 }
 
+/** Whether an interrupted force_replace left records for a plain run to delete. */
+function _hasLeftovers(records: readonly OutputRecord[]): boolean {
+  for (const record of records) if (record.sha256 === LEFTOVER_DIGEST) return true;
+  return false;
+}
+
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
   const removal = removalOf(view, record.path);
-  const omitted = "omitted by this run (replacement)";
+  const omitted =
+    record.sha256 === LEFTOVER_DIGEST
+      ? "left by a force_replace that did not finish"
+      : "omitted by this run (replacement)";
   const reason =
     removal.kind === "delete"
       ? omitted
