@@ -71,6 +71,42 @@ const STEP3: Case[] = [
     deletes: ["a.txt", "index.html", "link"],
   },
   {
+    name: "force where this owner's old file stands where a planned output needs a folder",
+    input: input({
+      force: true,
+      outputs: [planned("guide/index.html")],
+      state: valid(record("guide")),
+      listing: listing("guide"),
+    }),
+    action: "force_replace",
+    changes: ["guide/index.html create"],
+    deletes: ["guide"],
+  },
+  {
+    name: "force where a folder of this owner's old files stands where a planned output needs a file",
+    input: input({
+      force: true,
+      outputs: [planned("x")],
+      state: valid(record("x/a.txt"), record("x/b.txt")),
+      listing: listing("x/a.txt", "x/b.txt"),
+    }),
+    action: "force_replace",
+    changes: ["x create"],
+    deletes: ["x/a.txt", "x/b.txt"],
+  },
+  {
+    name: "force where an unmanaged file stands where a planned output needs a folder",
+    input: input({
+      force: true,
+      outputs: [planned("guide/index.html")],
+      state: valid(record("a.txt")),
+      listing: listing("a.txt", "guide"),
+    }),
+    action: "force_replace",
+    changes: ["guide/index.html create"],
+    deletes: ["a.txt", "guide"],
+  },
+  {
     name: "force over legacy state",
     input: input({
       force: true,

@@ -114,7 +114,9 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     survivors,
   };
   return [
-    ...(force && plan.claimState !== null ? [emptying] : []),
+    // A claim written after the root is emptied (claimFirst unset) is not
+    // there while it is emptied: such a force is run again (docs/recovery.md).
+    ...(force && plan.claimFirst === true ? [emptying] : []),
     { point: "after the claim state", state: claimed, listing: emptied, verified: true },
     { point: "after clearing the way", state: claimed, listing: cleared, verified: true },
     {

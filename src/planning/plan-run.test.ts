@@ -184,15 +184,41 @@ describe("planRun: records and timestamps", () => {
     assert.equal(plan.claimFirst, true);
   });
 
-  test("force_replace claims after emptying the root when something stands in a planned output's way", () => {
-    // A file where a planned output needs a folder: a plain run could not
-    // finish what an early claim records, so the claim comes after the deletes.
-    const plan = planRun(
+  test("force_replace claims after emptying the root when something not its own stands in a planned output's way", () => {
+    // An unmanaged file where a planned output needs a folder: a plain run
+    // could not finish what an early claim records, so the claim comes after
+    // the deletes. So too when this owner's old file is in one way and an
+    // unmanaged one in another.
+    const alone = planRun(
       input({ force: true, outputs: [planned("x/z.txt")], state: valid(), listing: listing("x") }),
     );
-    assert.equal(plan.action, "force_replace");
-    assert.notEqual(plan.claimFirst, true);
-    assert.equal(plan.claimState, plan.finalState);
+    const mixed = planRun(
+      input({
+        force: true,
+        outputs: [planned("guide/index.html"), planned("x/z.txt")],
+        state: valid(record("guide")),
+        listing: listing("guide", "x"),
+      }),
+    );
+    for (const plan of [alone, mixed]) {
+      assert.equal(plan.action, "force_replace");
+      assert.notEqual(plan.claimFirst, true);
+      assert.equal(plan.claimState, plan.finalState);
+    }
+  });
+
+  test("force_replace claims first when only this owner's old outputs stand in the way", () => {
+    // A file that becomes a folder, a folder of this owner's files that
+    // becomes a file: killed while emptying the root, the plain rerun clears
+    // them as leftovers (plan-run.invariants.test.ts checks it converges).
+    for (const [outputs, before] of [
+      [[planned("guide/index.html")], { state: valid(record("guide")), listing: listing("guide") }],
+      [[planned("x")], { state: valid(record("x/a.txt")), listing: listing("x/a.txt") }],
+    ] as const) {
+      const plan = planRun(input({ force: true, outputs: [...outputs], ...before }));
+      assert.equal(plan.action, "force_replace");
+      assert.equal(plan.claimFirst, true, outputs[0]?.path);
+    }
   });
 
   test("force_replace claims after emptying the root over a legacy state or on a root that folds case", () => {

@@ -132,18 +132,33 @@ function _planForce(input: RunPlanInput, view: StorageView): RunPlan {
     .filter((path) => path.startsWith(`${STATE_FILE}/`));
   // One sort of all three (viewPaths would sort the entries on their own first).
   const deletes = [...view.entries.keys(), ...view.emptyDirs, ...stateContent].sort(compareUtf8);
-  // With something in the way of a planned output (a file where it needs a
-  // folder, a folder where it needs a file), a plain run could not finish
-  // what an early claim records: the claim then comes after the root is
-  // emptied, as the fresh final state. So too on a root that folds case
-  // (a plain run refuses names that fold onto each other, which an exact
-  // check does not see), and over a legacy state, whose files other owners
-  // may have published without records: it stays until the root is emptied.
-  if (inTheWay || input.foldsCase || input.state.class === "legacy") {
-    return { ...plan, action: "force_replace", deletes };
-  }
+  // On a root that folds case (a plain run refuses names that fold onto each
+  // other, which an exact check does not see), and over a legacy state, whose
+  // files other owners may have published without records, the claim comes
+  // after the root is emptied, as the fresh final state.
+  const late = { ...plan, action: "force_replace" as const, deletes };
+  if (input.foldsCase || input.state.class === "legacy") return late;
   const claimState = _forceClaim(input, plan, view);
-  return { ...plan, action: "force_replace", deletes, claimState, claimFirst: true };
+  // With something in the way of a planned output (a file where it needs a
+  // folder, a folder where it needs a file), an early claim is written only
+  // if a plain run from it could clear the way: when what is in the way is
+  // this owner's old outputs, which the claim marks as leftovers. Not when
+  // it is another owner's or unmanaged: that run would refuse it.
+  if (inTheWay && (claimState === null || !_plainRunCanFinish(input, claimState))) return late;
+  return { ...late, claimState, claimFirst: true };
+}
+
+/**
+ * Whether a plain run of the same owner, planned against the force's early
+ * claim before anything is deleted, goes ahead. Deleting only takes things
+ * out of the way (and the folders it empties are cleared with the leftover
+ * records in them), so a run killed later while emptying the root can go on
+ * too; the crash invariant test checks both.
+ */
+function _plainRunCanFinish(input: RunPlanInput, claim: CatalogState): boolean {
+  const { verifiedDigests: _verified, ...rest } = input;
+  const rerun = planRun({ ...rest, force: false, state: { class: "valid", state: claim } });
+  return !rerun.action.startsWith("fail_");
 }
 
 /**
