@@ -6,11 +6,8 @@
  * second exclusive file, `.distributor.lock.takeover`: only its creator may
  * remove the stale lock, and only after re-reading that it is still the stale
  * one. Without it, two takers could each remove the lock the other had just
- * created and both win. The takeover file names its taker as a lock file does;
- * one whose taker has died on this host, or one older than
- * {@link TAKEOVER_EXPIRY_MS} (a taker elsewhere, or from a version that did
- * not name itself), was left by a crashed taker and is cleared. So a run
- * killed mid-takeover holds up the next ones for no longer than it lives.
+ * created and both win. A takeover file older than {@link TAKEOVER_EXPIRY_MS}
+ * was left by a crashed taker and is cleared.
  */
 import { randomBytes } from "node:crypto";
 import { link, lstat, mkdir, open, readFile, rename, rm, rmdir, unlink } from "node:fs/promises";
@@ -96,7 +93,7 @@ export async function takeOver(
   root: string,
   lock: { staleText: string; content: string },
 ): Promise<boolean> {
-  const marker = serializeLockHolder(currentLockHolder(), randomBytes(8).toString("hex"));
+  const marker = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
   if (!(await createTakeoverFile(root, marker))) return false;
   try {
     if ((await readText(root, LOCK_FILE)) !== lock.staleText) return false;
@@ -119,38 +116,22 @@ export async function takeOver(
 /** Create the takeover file, clearing one left by a crashed taker (once). */
 async function createTakeoverFile(root: string, marker: string): Promise<boolean> {
   if (await createExclusive(root, TAKEOVER_FILE, marker)) return true;
-  const file = path.join(root, TAKEOVER_FILE);
-  const stats = await lstat(file).catch(() => null);
-  if (stats !== null) {
-    const text = await readFile(file, "utf8").catch(() => null);
-    if (!isAbandoned(text, stats.mtimeMs)) return false;
-    if (!(await removeIfAbandoned(root))) return false;
-  }
+  const stats = await lstat(path.join(root, TAKEOVER_FILE)).catch(() => null);
+  if (stats !== null && Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return false;
+  if (stats !== null && !(await removeIfExpired(root))) return false;
   return createExclusive(root, TAKEOVER_FILE, marker);
 }
 
 /**
- * Whether a takeover file was left by a crashed taker: its taker is dead on
- * this host (the rule for stale locks), or it is older than any takeover
- * takes. A file that names no taker (being written, or from an older
- * version) is judged by its age alone.
- */
-function isAbandoned(text: string | null, mtimeMs: number): boolean {
-  if (Date.now() - mtimeMs >= TAKEOVER_EXPIRY_MS) return true;
-  const taker = text === null ? null : parseLockHolder(text);
-  return taker !== null && isStaleLockHolder(taker);
-}
-
-/**
- * Remove the takeover file only if it is still an abandoned one (see
- * isAbandoned): false when it is not. Two takers that both judged the same leftover abandoned must not
+ * Remove the takeover file only if it is still an expired one: false when it
+ * is fresh. Two takers that both judged the same leftover expired must not
  * both clear it, or the second would remove the first one's new file and
  * both would go on to take the lock. So the file is renamed aside first (one
  * rename wins) and what was moved is judged again; a fresh file moved by
  * mistake is linked back unless yet another taker has created one since.
  * Exported for tests.
  */
-export async function removeIfAbandoned(root: string): Promise<boolean> {
+export async function removeIfExpired(root: string): Promise<boolean> {
   const file = path.join(root, TAKEOVER_FILE);
   // A temp name: a crash right here leaves a file that the next run removes.
   const aside = tempPathIn(root);
@@ -161,10 +142,10 @@ export async function removeIfAbandoned(root: string): Promise<boolean> {
     throw storageError("clear the lock's takeover file", { root, relPath: TAKEOVER_FILE, error });
   }
   const moved = await lstat(aside);
-  const abandoned = isAbandoned(await readFile(aside, "utf8").catch(() => null), moved.mtimeMs);
-  if (!abandoned) await link(aside, file).catch(() => undefined);
+  const expired = Date.now() - moved.mtimeMs >= TAKEOVER_EXPIRY_MS;
+  if (!expired) await link(aside, file).catch(() => undefined);
   await rm(aside, { force: true });
-  return abandoned;
+  return expired;
 }
 
 async function readText(root: string, name: string): Promise<string | null> {
