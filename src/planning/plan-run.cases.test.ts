@@ -95,6 +95,19 @@ const STEP3: Case[] = [
     deletes: ["x/a.txt", "x/b.txt"],
   },
   {
+    name: "force of a replacement where this owner's old file and folder stand in the planned outputs' way",
+    input: input({
+      force: true,
+      workflow: "replacement",
+      outputs: [planned("guide/index.html"), planned("x")],
+      state: valid(record("guide"), record("x/a.txt"), record("x/b.txt"), record("y.txt")),
+      listing: listing("guide", "x/a.txt", "x/b.txt", "y.txt"),
+    }),
+    action: "force_replace",
+    changes: ["guide/index.html create", "x create"],
+    deletes: ["guide", "x/a.txt", "x/b.txt", "y.txt"],
+  },
+  {
     name: "force where an unmanaged file stands where a planned output needs a folder",
     input: input({
       force: true,

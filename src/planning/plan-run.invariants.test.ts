@@ -9,11 +9,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { compareUtf8, hasReservedSegment, isCleanPath, STATE_FILE } from "../paths.js";
 import { classifyState } from "../state/read.js";
-import type { ClassifiedState } from "../state/types.js";
-import { serializeState } from "../state/write.js";
+import type { ClassifiedState, OutputRecord } from "../state/types.js";
+import { serializeState, sortRecords } from "../state/write.js";
 import type { StorageEntry } from "../storage/driver.js";
 import { CASES } from "./plan-run.cases.test.js";
-import { planRun, simulateApplied } from "./plan-run.js";
+import { isLeftover, planRun, simulateApplied } from "./plan-run.js";
 import type { RunPlan, RunPlanInput } from "./types.js";
 
 const applicable = CASES.filter((c) => !c.action.startsWith("fail_"));
@@ -68,11 +68,21 @@ interface Crash {
   /** Outputs not yet rewritten still hold the bytes --verify hashed. */
   verified: boolean;
   /**
-   * Files that rightly outlive the rerun: unrecorded ones a killed force had
-   * not deleted yet. Nothing says they were the force's to delete, so a plain
-   * run leaves them, as it leaves any file it does not plan.
+   * Files that rightly outlive the rerun, which a killed force had not
+   * deleted yet: unrecorded ones (nothing says they were the force's to
+   * delete, so a plain run leaves them, as any file it does not plan), and,
+   * when the rerun is additive, this owner's leftovers (an additive run
+   * deletes nothing), which stay recorded: `survivingRecords`.
    */
   survivors?: StorageEntry[];
+  survivingRecords?: OutputRecord[];
+}
+
+/** The state `expected` with `records` added. */
+function withRecords(expected: ClassifiedState, records: readonly OutputRecord[]): ClassifiedState {
+  if (records.length === 0 || expected.class !== "valid") return expected;
+  const outputs = sortRecords([...expected.state.outputs, ...records]);
+  return { class: "valid", state: { ...expected.state, outputs } };
 }
 
 /** The root as it would be if the process died right after each step. */
@@ -103,15 +113,25 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     input.state.class === "valid" ? input.state.state.outputs.map((r) => r.path) : [],
   );
   const planned = new Set(input.outputs.map((o) => o.path));
-  const survivors = halfEmptied.filter(
-    (e) => e.type !== "directory" && !recorded.has(e.path) && !planned.has(e.path),
-  );
+  const claimRecords = new Map((plan.claimState?.outputs ?? []).map((r) => [r.path, r]));
+  const survivors: StorageEntry[] = [];
+  const survivingRecords: OutputRecord[] = [];
+  for (const entry of halfEmptied) {
+    if (entry.type === "directory" || planned.has(entry.path)) continue;
+    const claim = claimRecords.get(entry.path);
+    if (!recorded.has(entry.path)) survivors.push(entry);
+    else if (input.workflow !== "replacement" && claim !== undefined && isLeftover(claim)) {
+      survivors.push(entry);
+      survivingRecords.push(claim);
+    }
+  }
   const emptying: Crash = {
     point: "while emptying the root",
     state: claimed,
     listing: halfEmptied,
     verified: true,
     survivors,
+    survivingRecords,
   };
   return [
     // A claim written after the root is emptied (claimFirst unset) is not
@@ -160,7 +180,8 @@ describe("invariant: a crash at any step converges on a plain rerun", () => {
         // leaves nothing for the rerun to do: the bytes and digests are right and
         // only the timestamps of the interrupted state write are lost.
         const view = plan2.action === "skip_same" ? _withoutTimestamps : (s: ClassifiedState) => s;
-        assert.deepEqual(view(converged.state), view(expected.state), crash.point);
+        const expectedState = withRecords(expected.state, crash.survivingRecords ?? []);
+        assert.deepEqual(view(converged.state), view(expectedState), crash.point);
         assert.deepEqual(
           visible(converged.listing),
           visible([...expected.listing, ...(crash.survivors ?? [])]),

@@ -16,7 +16,13 @@ import {
   SOURCE,
   valid,
 } from "./plan-run.fixtures.js";
-import { LEFTOVER_DIGEST, planRun, simulateApplied, UNKNOWN_DIGEST } from "./plan-run.js";
+import {
+  isLeftover,
+  LEFTOVER_SOURCE_DIGEST,
+  planRun,
+  simulateApplied,
+  UNKNOWN_DIGEST,
+} from "./plan-run.js";
 import type { RunPlan } from "./types.js";
 
 const A = planned("a.txt");
@@ -207,7 +213,7 @@ describe("planRun: records and timestamps", () => {
     }
   });
 
-  test("force_replace claims first when only this owner's old outputs stand in the way", () => {
+  test("force_replace claims first when only this owner's old outputs stand in the way of a replacement", () => {
     // A file that becomes a folder, a folder of this owner's files that
     // becomes a file: killed while emptying the root, the plain rerun clears
     // them as leftovers (plan-run.invariants.test.ts checks it converges).
@@ -215,9 +221,14 @@ describe("planRun: records and timestamps", () => {
       [[planned("guide/index.html")], { state: valid(record("guide")), listing: listing("guide") }],
       [[planned("x")], { state: valid(record("x/a.txt")), listing: listing("x/a.txt") }],
     ] as const) {
-      const plan = planRun(input({ force: true, outputs: [...outputs], ...before }));
+      // Under replacement: an additive run keeps them, in the way (claims late).
+      const plan = planRun(
+        input({ force: true, workflow: "replacement", outputs: [...outputs], ...before }),
+      );
       assert.equal(plan.action, "force_replace");
       assert.equal(plan.claimFirst, true, outputs[0]?.path);
+      const additive = planRun(input({ force: true, outputs: [...outputs], ...before }));
+      assert.notEqual(additive.claimFirst, true, outputs[0]?.path);
     }
   });
 
@@ -333,7 +344,7 @@ describe("planRun: records and timestamps", () => {
     }
   });
 
-  test("force_replace's claim keeps this owner's unplanned records as leftovers for a plain rerun to delete", () => {
+  test("force_replace's claim keeps this owner's unplanned records, marked as leftovers", () => {
     const theirs = record("z.txt", { owner: "o/s" });
     const before = {
       state: valid(record("a.txt"), record("old.txt"), theirs),
@@ -343,37 +354,50 @@ describe("planRun: records and timestamps", () => {
     assert.equal(force.claimFirst, true);
     // Killed while the root is emptied, old.txt must not be left unrecorded:
     // a later run that plans old.txt would refuse it as unmanaged.
-    assert.equal(recordOf(force, "old.txt", "claimState")?.sha256, LEFTOVER_DIGEST);
+    const leftover = recordOf(force, "old.txt", "claimState");
+    assert.deepEqual(leftover, {
+      ...record("old.txt"),
+      source: { ...record("old.txt").source, digest: LEFTOVER_SOURCE_DIGEST },
+    });
+    assert.ok(leftover !== undefined && isLeftover(leftover));
     assert.deepEqual(recordOf(force, "z.txt", "claimState"), theirs);
     assert.equal(recordOf(force, "old.txt"), undefined);
-    const claim = force.claimState as CatalogState;
+    const claim = { class: "valid" as const, state: force.claimState as CatalogState };
 
-    // The plain additive rerun finishes the force: old.txt goes (deleted if
-    // still there, its record dropped if not); z.txt stays its owner's.
-    for (const left of [true, false]) {
-      const rerun = planRun(
-        input({
-          outputs: [A],
-          state: { class: "valid", state: claim },
-          listing: listing("a.txt", "z.txt", ...(left ? ["old.txt"] : [])),
-        }),
-      );
-      assert.equal(rerun.action, "upsert_additive");
-      const change = rerun.changes.find((c) => c.path === "old.txt");
-      assert.equal(change?.change, "delete");
-      assert.match(change?.reason ?? "", /force_replace that did not finish/);
-      assert.deepEqual(rerun.deletes.includes("old.txt"), left);
-      assert.equal(recordOf(rerun, "old.txt"), undefined);
-      assert.deepEqual(recordOf(rerun, "z.txt"), theirs);
-    }
+    // Additive: a leftover whose file the force already deleted is dropped;
+    // one whose file is still there stays recorded and is not deleted (an
+    // additive run deletes nothing). z.txt stays its owner's either way.
+    const gone = planRun(input({ outputs: [A], state: claim, listing: listing("a.txt", "z.txt") }));
+    assert.equal(gone.action, "upsert_additive");
+    const dropped = gone.changes.find((c) => c.path === "old.txt");
+    assert.equal(dropped?.change, "delete");
+    assert.match(dropped?.reason ?? "", /force_replace that did not finish; already gone/);
+    assert.deepEqual(gone.deletes, []);
+    assert.equal(recordOf(gone, "old.txt"), undefined);
+    assert.deepEqual(recordOf(gone, "z.txt"), theirs);
+
+    const there = { state: claim, listing: listing("a.txt", "old.txt", "z.txt") };
+    const kept = planRun(input({ outputs: [A], ...there }));
+    assert.equal(
+      kept.changes.find((c) => c.path === "old.txt"),
+      undefined,
+    );
+    assert.ok(!kept.deletes.includes("old.txt"));
+    assert.deepEqual(
+      kept.finalState?.outputs.find((r) => r.path === "old.txt") ?? null,
+      leftover ?? null,
+    );
+
+    // Replacement deletes it, as any output of this owner that it omits.
+    const replaced = planRun(input({ outputs: [A], workflow: "replacement", ...there }));
+    assert.ok(replaced.deletes.includes("old.txt"));
 
     // Another owner's run leaves this owner's leftover alone.
     const other = planRun(
       input({
         owner: { pipelineId: "o", destinationId: "s" },
         outputs: [planned("z.txt")],
-        state: { class: "valid", state: claim },
-        listing: listing("a.txt", "old.txt", "z.txt"),
+        ...there,
       }),
     );
     assert.equal(other.action, "skip_same");

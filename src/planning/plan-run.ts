@@ -89,23 +89,34 @@ function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
   });
 }
 
-/**
- * Records of this owner that the run deletes: those it no longer plans, in a
- * replacement; in any workflow, those an interrupted force_replace was about
- * to delete (LEFTOVER_DIGEST).
- */
+/** Records of this owner that a replacement run deletes: those it no longer plans. */
 function _omitted(
   input: RunPlanInput,
   records: readonly OutputRecord[],
   plannedPaths: ReadonlySet<string>,
 ): OutputRecord[] {
-  const replacement = input.workflow === "replacement";
-  return records.filter(
-    (r) =>
-      (replacement || r.sha256 === LEFTOVER_DIGEST) &&
-      ownsRecord(input.owner, r) &&
-      !plannedPaths.has(r.path),
-  );
+  if (input.workflow !== "replacement") return [];
+  return records.filter((r) => ownsRecord(input.owner, r) && !plannedPaths.has(r.path));
+}
+
+/**
+ * Leftover records (see LEFTOVER_SOURCE_DIGEST) of this owner, not planned,
+ * whose file an interrupted force_replace already deleted: an additive run
+ * drops them (and removes the folders the force left empty). Those whose
+ * file is still there stay, as every record an additive run does not plan.
+ */
+function _goneLeftovers(
+  input: RunPlanInput,
+  view: StorageView,
+  records: readonly OutputRecord[],
+  plannedPaths: () => ReadonlySet<string>,
+): OutputRecord[] {
+  if (!_hasLeftovers(records)) return [];
+  return records.filter((r) => {
+    if (!isLeftover(r) || !ownsRecord(input.owner, r) || plannedPaths().has(r.path)) return false;
+    const { kind } = removalOf(view, r.path);
+    return kind === "gone" || kind === "tidy";
+  });
 }
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
@@ -178,18 +189,16 @@ function _forceClaim(
   if (fresh === null) return null;
   const planned = new Set(fresh.outputs.map((record) => record.path));
   // Records this run does not plan stay until the final state, so that no
-  // file the force has not deleted yet is left unrecorded. Other owners'
-  // keep their digests: killed before their files are deleted, their owners'
-  // plain runs go on as before (SPEC §6: no other owner's record lost). This
-  // owner's get LEFTOVER_DIGEST: its plain rerun finishes what the force
-  // began and deletes them (see _omitted), as the uninterrupted run would have.
+  // file the force has not deleted yet is left unrecorded (a later run that
+  // publishes its path would refuse it as unmanaged). Other owners' stay as
+  // they are: their owners' plain runs go on as before (SPEC §6: no other
+  // owner's record lost). This owner's are marked as leftovers, so that its
+  // plain rerun drops those whose file the force already deleted.
   const old = input.state.class === "valid" ? input.state.state.outputs : [];
   const unplanned: OutputRecord[] = [];
   for (const record of old) {
     if (planned.has(record.path)) continue;
-    unplanned.push(
-      ownsRecord(input.owner, record) ? { ...record, sha256: LEFTOVER_DIGEST } : record,
-    );
+    unplanned.push(ownsRecord(input.owner, record) ? asLeftover(record) : record);
   }
   const present = fresh.outputs.some((record) => view.entries.has(record.path));
   if (!present && unplanned.length === 0) return fresh;
@@ -203,12 +212,24 @@ function _forceClaim(
 export const UNKNOWN_DIGEST = `sha256:${"0".repeat(64)}`;
 
 /**
- * A digest no output has: the record of an output of this owner that a
- * force_replace, killed before it finished, was about to delete. Any plain
- * run of the same owner deletes it (or drops the record if the file is gone),
- * whatever the workflow.
+ * The source digest (no manifest has it) that marks a leftover: the record of
+ * an output of this owner that a force_replace, killed before it finished,
+ * was about to delete. Only the source identity is marked: the digest and
+ * size stay the file's, for verify and for a later run that plans the path
+ * again (which writes the record anew, unmarked). A plain run of the owner
+ * drops the record once the file is gone (an additive run never deletes the
+ * file itself; a replacement run deletes it as any output it omits).
  */
-export const LEFTOVER_DIGEST = `sha256:${"f".repeat(64)}`;
+export const LEFTOVER_SOURCE_DIGEST = `sha256:${"f".repeat(64)}`;
+
+/** Whether the record is a leftover of an interrupted force_replace (LEFTOVER_SOURCE_DIGEST). */
+export function isLeftover(record: OutputRecord): boolean {
+  return record.source.digest === LEFTOVER_SOURCE_DIGEST;
+}
+
+function asLeftover(record: OutputRecord): OutputRecord {
+  return { ...record, source: { ...record.source, digest: LEFTOVER_SOURCE_DIGEST } };
+}
 
 function _planMissing(input: RunPlanInput, view: StorageView): RunPlan {
   // Nothing at all (not even a nested root's files): no output can be in the
@@ -303,9 +324,9 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     return plannedPaths;
   };
   const omitted =
-    input.workflow === "replacement" || _hasLeftovers(oldRecords)
+    input.workflow === "replacement"
       ? _omitted(input, oldRecords, plannedPathSet())
-      : [];
+      : _goneLeftovers(input, view, oldRecords, plannedPathSet);
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = {
     view,
@@ -447,18 +468,17 @@ function _planOutput(
   };
 }
 
-/** Whether an interrupted force_replace left records for a plain run to delete. */
+/** Whether an interrupted force_replace left records marked as leftovers. */
 function _hasLeftovers(records: readonly OutputRecord[]): boolean {
-  for (const record of records) if (record.sha256 === LEFTOVER_DIGEST) return true;
+  for (const record of records) if (isLeftover(record)) return true;
   return false;
 }
 
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
   const removal = removalOf(view, record.path);
-  const omitted =
-    record.sha256 === LEFTOVER_DIGEST
-      ? "left by a force_replace that did not finish"
-      : "omitted by this run (replacement)";
+  const omitted = isLeftover(record)
+    ? "left by a force_replace that did not finish"
+    : "omitted by this run (replacement)";
   const reason =
     removal.kind === "delete"
       ? omitted
