@@ -2,12 +2,8 @@
 // The CLI entry point. The TypeScript sources are compiled to dist/src and the
 // CLI bundled into dist/cli (scripts/bundle-cli.mjs) by `npm ci` (the
 // `prepare` script) or `npm run build`.
-import { prestartHelpers } from "../dist/cli/prestart.js";
+import { main } from "../dist/cli/main.js";
 
-// First, so that the threads that will verify the bundle boot while the rest
-// of the program loads (src/cli/prestart.ts).
-prestartHelpers(process.argv.slice(2));
-const { main } = await import("../dist/cli/main.js");
 const code = await main(process.argv.slice(2));
 // Writes to a pipe are asynchronous once the pipe is full: wait until stdout and
 // stderr have flushed everything (an empty write calls back after the earlier

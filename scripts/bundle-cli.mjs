@@ -29,11 +29,7 @@ const outdir = path.join(repoRoot, "dist/cli");
  * names it. The output folder is flat, so two such modules may not share a name.
  */
 function entryPointsOf() {
-  const entries = {
-    main: path.join(compiled, "cli/main.js"),
-    // Loaded by bin/distributor.js before main.js (src/cli/prestart.ts).
-    prestart: path.join(compiled, "cli/prestart.js"),
-  };
+  const entries = { main: path.join(compiled, "cli/main.js") };
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const file = path.join(dir, entry.name);
