@@ -108,6 +108,18 @@ const STEP3: Case[] = [
     deletes: ["guide", "x/a.txt", "x/b.txt", "y.txt"],
   },
   {
+    name: "force over a valid state holding this and another owner's outputs",
+    input: input({
+      force: true,
+      outputs: [A],
+      state: valid(record("a.txt"), record("old.txt"), record("z.txt", { owner: "docs/site" })),
+      listing: listing("a.txt", "old.txt", "stray.txt", "z.txt"),
+    }),
+    action: "force_replace",
+    changes: ["a.txt create"],
+    deletes: ["a.txt", "old.txt", "stray.txt", "z.txt"],
+  },
+  {
     name: "force where an unmanaged file stands where a planned output needs a folder",
     input: input({
       force: true,

@@ -109,29 +109,11 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
   // deletes is gone, the others (and every folder) still there.
   const halfGone = new Set(plan.deletes.filter((_, i) => i % 2 === 0));
   const halfEmptied = input.listing.filter((e) => e.type === "directory" || !halfGone.has(e.path));
-  const recorded = new Set(
-    input.state.class === "valid" ? input.state.state.outputs.map((r) => r.path) : [],
-  );
-  const planned = new Set(input.outputs.map((o) => o.path));
-  const claimRecords = new Map((plan.claimState?.outputs ?? []).map((r) => [r.path, r]));
-  const survivors: StorageEntry[] = [];
-  const survivingRecords: OutputRecord[] = [];
-  for (const entry of halfEmptied) {
-    if (entry.type === "directory" || planned.has(entry.path)) continue;
-    const claim = claimRecords.get(entry.path);
-    if (!recorded.has(entry.path)) survivors.push(entry);
-    else if (input.workflow !== "replacement" && claim !== undefined && isLeftover(claim)) {
-      survivors.push(entry);
-      survivingRecords.push(claim);
-    }
-  }
   const emptying: Crash = {
     point: "while emptying the root",
     state: claimed,
     listing: halfEmptied,
     verified: true,
-    survivors,
-    survivingRecords,
   };
   return [
     // A claim written after the root is emptied (claimFirst unset) is not
@@ -147,6 +129,49 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     },
     { point: "after the deletes", state: claimed, listing: deletesDone, verified: false },
   ];
+}
+
+/**
+ * What outlives the plain rerun after a force_replace killed once its early
+ * claim was written, beyond what the uninterrupted run leaves (see
+ * Crash.survivors): files no record names, and other owners' files and
+ * records (the claim keeps those records until the final state, SPEC §6: no
+ * other owner's record lost), with every other owner's record in the claim
+ * whether or not the force deleted its file; and under additive, this
+ * owner's leftovers whose file is still there.
+ */
+function forceSurvivors(
+  input: RunPlanInput,
+  plan: RunPlan,
+  listing: readonly StorageEntry[],
+): Pick<Crash, "survivors" | "survivingRecords"> {
+  if (plan.action !== "force_replace" || plan.claimFirst !== true || plan.claimState === null) {
+    return {};
+  }
+  const planned = new Set(input.outputs.map((o) => o.path));
+  const claim = new Map(plan.claimState.outputs.map((r) => [r.path, r]));
+  const recorded = new Set(
+    input.state.class === "valid" ? input.state.state.outputs.map((r) => r.path) : [],
+  );
+  const others = plan.claimState.outputs.filter(
+    (r) =>
+      !planned.has(r.path) &&
+      (r.pipeline_id !== input.owner.pipelineId || r.destination_id !== input.owner.destinationId),
+  );
+  const survivors: StorageEntry[] = [];
+  const survivingRecords: OutputRecord[] = [...others];
+  for (const entry of listing) {
+    if (entry.type === "directory" || planned.has(entry.path)) continue;
+    if (hasReservedSegment(entry.path)) continue;
+    const record = claim.get(entry.path);
+    if (!recorded.has(entry.path) || (record !== undefined && others.includes(record))) {
+      survivors.push(entry);
+    } else if (input.workflow !== "replacement" && record !== undefined && isLeftover(record)) {
+      survivors.push(entry);
+      survivingRecords.push(record);
+    }
+  }
+  return { survivors, survivingRecords };
 }
 
 describe("invariant: applying the plan then planning again is skip_same", () => {
@@ -176,6 +201,7 @@ describe("invariant: a crash at any step converges on a plain rerun", () => {
         const plan2 = planRun(rerun);
         assert.ok(!plan2.action.startsWith("fail_"), `${crash.point}: ${plan2.error?.message}`);
         const converged = simulateApplied(plan2, crash);
+        Object.assign(crash, forceSurvivors(c.input, plan, crash.listing));
         // A repair (same digest, file missing or drifted) that already happened
         // leaves nothing for the rerun to do: the bytes and digests are right and
         // only the timestamps of the interrupted state write are lost.

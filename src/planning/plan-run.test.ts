@@ -388,6 +388,35 @@ describe("planRun: records and timestamps", () => {
       leftover ?? null,
     );
 
+    // A folder (or anything but its file) where the leftover was: the file
+    // is gone, so the record goes, and nothing there is deleted.
+    const folder = planRun(
+      input({ outputs: [A], state: claim, listing: listing("a.txt", "old.txt/n.txt", "z.txt") }),
+    );
+    assert.equal(recordOf(folder, "old.txt"), undefined);
+    assert.deepEqual(folder.deletes, []);
+
+    // On a root that folds case, a leftover's path is checked like any path
+    // the run deletes: docs/X.txt there could name an unmanaged docs/x.txt.
+    const foldClaim = planRun(
+      input({
+        force: true,
+        outputs: [A],
+        state: valid(record("a.txt"), record("docs/X.txt")),
+        listing: listing("a.txt", "docs/X.txt"),
+      }),
+    ).claimState as CatalogState;
+    const folded = planRun(
+      input({
+        outputs: [A],
+        foldsCase: true,
+        state: { class: "valid", state: foldClaim },
+        listing: listing("a.txt", "docs/x.txt"),
+      }),
+    );
+    assert.equal(folded.action, "fail_unmanaged");
+    assert.deepEqual(folded.deletes, []);
+
     // Replacement deletes it, as any output of this owner that it omits.
     const replaced = planRun(input({ outputs: [A], workflow: "replacement", ...there }));
     assert.ok(replaced.deletes.includes("old.txt"));

@@ -81,9 +81,14 @@ function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
   // force_replace empties the root first: only the planned names can clash then.
   if (input.force) return caseFoldClashes({ planned, deleting: [], recorded: [] });
   const records = input.state.class === "valid" ? input.state.state.outputs : [];
+  const plannedSet = new Set(planned);
+  const deleting =
+    input.workflow === "replacement"
+      ? _omitted(input, records, plannedSet)
+      : _goneLeftovers(input, view, records, () => plannedSet);
   return caseFoldClashes({
     planned,
-    deleting: _omitted(input, records, new Set(planned)).map((record) => record.path),
+    deleting: deleting.map((record) => record.path),
     view,
     recorded: records.map((record) => record.path),
   });
@@ -102,8 +107,11 @@ function _omitted(
 /**
  * Leftover records (see LEFTOVER_SOURCE_DIGEST) of this owner, not planned,
  * whose file an interrupted force_replace already deleted: an additive run
- * drops them (and removes the folders the force left empty). Those whose
- * file is still there stay, as every record an additive run does not plan.
+ * drops them (and removes the folders the force left empty). So too when
+ * something else stands there now (a folder, a symlink, another root's
+ * content): the file is gone, and nothing there is handed to a delete (see
+ * removalOf). Those whose file is still there stay, as every record an
+ * additive run does not plan.
  */
 function _goneLeftovers(
   input: RunPlanInput,
@@ -114,8 +122,7 @@ function _goneLeftovers(
   if (!_hasLeftovers(records)) return [];
   return records.filter((r) => {
     if (!isLeftover(r) || !ownsRecord(input.owner, r) || plannedPaths().has(r.path)) return false;
-    const { kind } = removalOf(view, r.path);
-    return kind === "gone" || kind === "tidy";
+    return removalOf(view, r.path).kind !== "delete";
   });
 }
 
