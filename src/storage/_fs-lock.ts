@@ -7,7 +7,9 @@
  * remove the stale lock, and only after re-reading that it is still the stale
  * one. Without it, two takers could each remove the lock the other had just
  * created and both win. A takeover file older than {@link TAKEOVER_EXPIRY_MS}
- * was left by a crashed taker and is cleared.
+ * was left by a crashed taker and is cleared; a taker whose own takeover file
+ * is no longer in place once it has created the lock stands back (see
+ * takeOver).
  */
 import { randomBytes } from "node:crypto";
 import { link, lstat, mkdir, open, readFile, rename, rm, rmdir, unlink } from "node:fs/promises";
@@ -105,7 +107,20 @@ export async function takeOver(
       if (temp !== null) await unlink(temp).catch(() => undefined);
       throw storageError("remove the stale lock", { root, relPath: LOCK_FILE, error });
     });
-    return await createExclusive(root, LOCK_FILE, lock.content, temp);
+    if (!(await createExclusive(root, LOCK_FILE, lock.content, temp))) return false;
+    // Still the one taker? Clearing a left takeover file (removeIfExpired)
+    // can, in a three-way race, remove a live taker's file while yet another
+    // taker creates its own: two takers then each think they are the one,
+    // and the later one's unlink above can remove the lock the earlier one
+    // just created. Each checks its takeover file after creating the lock,
+    // and one that finds it gone or replaced stands back. Its lock is left
+    // as it is (the other taker may have replaced it already, and removing
+    // it by name could remove theirs); it is stale once this process exits.
+    // Only one takeover file is ever in place, so at most one taker finds
+    // its own after its lock is created, and that taker's lock stands: a
+    // taker that got its file later reads the lock after this one created
+    // it, and leaves it.
+    return (await readText(root, TAKEOVER_FILE)) === marker;
   } finally {
     if ((await readText(root, TAKEOVER_FILE)) === marker) {
       await rm(path.join(root, TAKEOVER_FILE), { force: true });
