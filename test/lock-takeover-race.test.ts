@@ -1,9 +1,10 @@
 /**
  * Three processes take over one stale lock at once, with a takeover file a
  * crashed taker left behind: system calls are slowed down (a preload that
- * wraps node:fs/promises) so that the third taker's clearing of the left
- * file removes the second taker's fresh one while the fourth creates its
- * own. Whatever the interleaving, at most one may end up holding the lock.
+ * wraps node:fs/promises) to open the windows in which, when takers cleared
+ * such a file by moving it aside and linking it back, a live taker's file was
+ * lost and two takers both replaced the lock. Whatever the interleaving, at
+ * most one may end up holding the lock.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -14,7 +15,7 @@ import { describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { LOCK_FILE } from "../src/paths.js";
-import { TAKEOVER_FILE } from "../src/storage/_fs-lock.js";
+import { takeoverFileName } from "../src/storage/_fs-lock.js";
 import { REPO_ROOT } from "./helpers/fixtures.js";
 import { deadPid, lockText } from "./helpers/scenario.js";
 
@@ -80,19 +81,15 @@ describe("stale lock takeover, three takers and a left takeover file", () => {
       await writeFile(path.join(dir, "taker.mjs"), TAKER);
       const root = path.join(dir, "root");
       await mkdir(root);
-      await writeFile(path.join(root, LOCK_FILE), lockText(await deadPid()));
-      const left = path.join(root, TAKEOVER_FILE);
+      const stale = lockText(await deadPid());
+      await writeFile(path.join(root, LOCK_FILE), stale);
+      const left = path.join(root, takeoverFileName(stale, 0));
       await writeFile(left, "a taker that crashed\n");
       const minuteAgo = new Date(Date.now() - 60_000);
       await utimes(left, minuteAgo, minuteAgo);
 
-      // C clears the left file slowly (rename, then the link back); B takes
-      // over meanwhile and D creates its file in C's window; B and D are
-      // slow to remove the stale lock.
-      const c = taker(dir, root, [
-        ["rename", ".takeover", 600],
-        ["link", ".takeover", 800, 1],
-      ]);
+      // C is slow to create its takeover file, B and D to remove the stale lock.
+      const c = taker(dir, root, [["link", "-1", 600]]);
       await delay(150);
       const b = taker(dir, root, [["unlink", LOCK_FILE, 1500]]);
       await delay(850);

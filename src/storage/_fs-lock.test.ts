@@ -4,10 +4,18 @@ import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { LOCK_FILE } from "../paths.js";
-import { removeIfExpired, TAKEOVER_FILE, takeOver } from "./_fs-lock.js";
+import { takeOver, takeoverFileName } from "./_fs-lock.js";
 
 const STALE = '{"hostname":"h","pid":99999999,"started_at":"2026-01-01T00:00:00Z"}\n';
 const MINE = '{"hostname":"h","pid":1,"started_at":"2026-01-02T00:00:00Z","lock_id":"aa"}\n';
+
+/** A takeover file as a crashed taker leaves it: a minute old. */
+async function leftBehind(root: string, name: string): Promise<void> {
+  const file = path.join(root, name);
+  await writeFile(file, "crashed taker\n");
+  const minuteAgo = new Date(Date.now() - 60_000);
+  await utimes(file, minuteAgo, minuteAgo);
+}
 
 async function withRoot(body: (root: string) => Promise<void>): Promise<void> {
   const root = await mkdtemp(path.join(os.tmpdir(), "distributor-lock-"));
@@ -39,37 +47,48 @@ describe("stale lock takeover", () => {
   it("loses to a taker whose takeover file is fresh and keeps that file", () =>
     withRoot(async (root) => {
       await writeFile(path.join(root, LOCK_FILE), STALE);
-      await writeFile(path.join(root, TAKEOVER_FILE), "other taker\n");
+      const theirs = takeoverFileName(STALE, 0);
+      await writeFile(path.join(root, theirs), "other taker\n");
       assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), false);
       assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), STALE);
-      assert.equal(await readFile(path.join(root, TAKEOVER_FILE), "utf8"), "other taker\n");
+      assert.equal(await readFile(path.join(root, theirs), "utf8"), "other taker\n");
     }));
 
-  it("clears a takeover file left by a crashed taker", () =>
+  it("passes over takeover files crashed takers left, and the new holder removes them", () =>
     withRoot(async (root) => {
       await writeFile(path.join(root, LOCK_FILE), STALE);
-      const leftover = path.join(root, TAKEOVER_FILE);
-      await writeFile(leftover, "crashed taker\n");
-      const minuteAgo = new Date(Date.now() - 60_000);
-      await utimes(leftover, minuteAgo, minuteAgo);
+      for (const attempt of [0, 1]) await leftBehind(root, takeoverFileName(STALE, attempt));
+      // A taker of another lock, long replaced, left one too.
+      await leftBehind(root, takeoverFileName("another lock", 0));
       assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), true);
       assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), MINE);
       assert.deepEqual(await readdir(root), [LOCK_FILE]);
     }));
 
-  it("clears only an expired takeover file, even when another taker replaced it meanwhile", () =>
+  it("loses to a live taker past the same crashed one, and keeps both files", () =>
     withRoot(async (root) => {
-      // What a second taker finds if the first replaced the leftover between
-      // the second's look at its age and its removal: a fresh file stays.
-      const file = path.join(root, TAKEOVER_FILE);
-      await writeFile(file, "fresh taker\n");
-      assert.equal(await removeIfExpired(root), false);
-      assert.equal(await readFile(file, "utf8"), "fresh taker\n");
-      assert.deepEqual(await readdir(root), [TAKEOVER_FILE]);
-      const minuteAgo = new Date(Date.now() - 60_000);
-      await utimes(file, minuteAgo, minuteAgo);
-      assert.equal(await removeIfExpired(root), true);
-      assert.deepEqual(await readdir(root), []);
-      assert.equal(await removeIfExpired(root), true, "nothing there: nothing in the way");
+      await writeFile(path.join(root, LOCK_FILE), STALE);
+      await leftBehind(root, takeoverFileName(STALE, 0));
+      await writeFile(path.join(root, takeoverFileName(STALE, 1)), "live taker\n");
+      assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), false);
+      assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), STALE);
+      assert.equal((await readdir(root)).length, 3);
+    }));
+
+  it("of takers that all find a crashed taker's file, exactly one replaces the lock", () =>
+    withRoot(async (root) => {
+      for (let round = 0; round < 20; round++) {
+        await writeFile(path.join(root, LOCK_FILE), STALE);
+        await leftBehind(root, takeoverFileName(STALE, 0));
+        const contents = [0, 1, 2, 3].map((i) => MINE.replace('"aa"', `"t${i}"`));
+        const won = await Promise.all(
+          contents.map((content) => takeOver(root, { staleText: STALE, content })),
+        );
+        assert.equal(won.filter(Boolean).length, 1, `round ${round}: ${won}`);
+        const winner = contents[won.indexOf(true)];
+        assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), winner);
+        await rm(path.join(root, LOCK_FILE));
+        for (const name of await readdir(root)) await rm(path.join(root, name));
+      }
     }));
 });

@@ -3,16 +3,19 @@
  * one writer wins.
  *
  * A lock left by a dead process on this host is taken over under a short-lived
- * second exclusive file, `.distributor.lock.takeover`: only its creator may
- * remove the stale lock, and only after re-reading that it is still the stale
- * one. Without it, two takers could each remove the lock the other had just
- * created and both win. A takeover file older than {@link TAKEOVER_EXPIRY_MS}
- * was left by a crashed taker and is cleared; a taker whose own takeover file
- * is no longer in place once it has created the lock stands back (see
- * takeOver).
+ * second exclusive file, `.distributor.lock.takeover-<key>-<n>` (see
+ * takeoverFileName): only its creator may remove the stale lock, and only
+ * after re-reading that it is still the stale one. Without it, two takers
+ * could each remove the lock the other had just created and both win. A
+ * takeover file older than {@link TAKEOVER_EXPIRY_MS} was left by a crashed
+ * taker: the next taker passes over it to the next number instead of
+ * clearing it, and the lock's new holder removes the files left behind.
+ * What remains is the limit of any lease: a taker stalled for longer than
+ * that between its takeover file and the lock (a stopped process, a paused
+ * machine) can meet another.
  */
-import { randomBytes } from "node:crypto";
-import { link, lstat, mkdir, open, readFile, rename, rm, rmdir, unlink } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { link, lstat, mkdir, open, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
@@ -29,6 +32,8 @@ import type { LockHandle } from "./driver.js";
 
 export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`;
 const TAKEOVER_EXPIRY_MS = 10_000;
+/** Crashed takers passed over before a taker gives up (each left a file at least TAKEOVER_EXPIRY_MS old). */
+const MAX_TAKEOVER_ATTEMPTS = 100;
 
 export interface AcquireOptions {
   onStaleLock?: (stale: LockHolder) => void;
@@ -96,7 +101,8 @@ export async function takeOver(
   lock: { staleText: string; content: string },
 ): Promise<boolean> {
   const marker = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
-  if (!(await createTakeoverFile(root, marker))) return false;
+  const name = await createTakeoverFile(root, lock.staleText, marker);
+  if (name === null) return false;
   try {
     if ((await readText(root, LOCK_FILE)) !== lock.staleText) return false;
     // Written before the stale lock goes: the root is without a lock, where a
@@ -107,60 +113,65 @@ export async function takeOver(
       if (temp !== null) await unlink(temp).catch(() => undefined);
       throw storageError("remove the stale lock", { root, relPath: LOCK_FILE, error });
     });
-    if (!(await createExclusive(root, LOCK_FILE, lock.content, temp))) return false;
-    // Still the one taker? Clearing a left takeover file (removeIfExpired)
-    // can, in a three-way race, remove a live taker's file while yet another
-    // taker creates its own: two takers then each think they are the one,
-    // and the later one's unlink above can remove the lock the earlier one
-    // just created. Each checks its takeover file after creating the lock,
-    // and one that finds it gone or replaced stands back. Its lock is left
-    // as it is (the other taker may have replaced it already, and removing
-    // it by name could remove theirs); it is stale once this process exits.
-    // Only one takeover file is ever in place, so at most one taker finds
-    // its own after its lock is created, and that taker's lock stands: a
-    // taker that got its file later reads the lock after this one created
-    // it, and leaves it.
-    return (await readText(root, TAKEOVER_FILE)) === marker;
+    const won = await createExclusive(root, LOCK_FILE, lock.content, temp);
+    if (won) await removeOtherTakeoverFiles(root, name);
+    return won;
   } finally {
-    if ((await readText(root, TAKEOVER_FILE)) === marker) {
-      await rm(path.join(root, TAKEOVER_FILE), { force: true });
-    }
+    if ((await readText(root, name)) === marker) await rm(path.join(root, name), { force: true });
   }
-}
-
-/** Create the takeover file, clearing one left by a crashed taker (once). */
-async function createTakeoverFile(root: string, marker: string): Promise<boolean> {
-  if (await createExclusive(root, TAKEOVER_FILE, marker)) return true;
-  const stats = await lstat(path.join(root, TAKEOVER_FILE)).catch(() => null);
-  if (stats !== null && Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return false;
-  if (stats !== null && !(await removeIfExpired(root))) return false;
-  return createExclusive(root, TAKEOVER_FILE, marker);
 }
 
 /**
- * Remove the takeover file only if it is still an expired one: false when it
- * is fresh. Two takers that both judged the same leftover expired must not
- * both clear it, or the second would remove the first one's new file and
- * both would go on to take the lock. So the file is renamed aside first (one
- * rename wins) and what was moved is judged again; a fresh file moved by
- * mistake is linked back unless yet another taker has created one since.
+ * The name of attempt `attempt` at taking over the lock whose text is
+ * `staleText`: `.distributor.lock.takeover-<key>-<attempt>`, the key a digest
+ * of that text, so that takers of one stale lock meet on the same names.
  * Exported for tests.
  */
-export async function removeIfExpired(root: string): Promise<boolean> {
-  const file = path.join(root, TAKEOVER_FILE);
-  // A temp name: a crash right here leaves a file that the next run removes.
-  const aside = tempPathIn(root);
-  try {
-    await rename(file, aside);
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return true;
-    throw storageError("clear the lock's takeover file", { root, relPath: TAKEOVER_FILE, error });
+export function takeoverFileName(staleText: string, attempt: number): string {
+  const key = createHash("sha256").update(staleText).digest("hex").slice(0, 16);
+  return `${TAKEOVER_FILE}-${key}-${attempt}`;
+}
+
+/**
+ * Create this taker's takeover file: the first attempt's name, or, past
+ * files that crashed takers left (older than TAKEOVER_EXPIRY_MS), the next
+ * one's. Null when a taker is at it (its file is fresh). A left file is never
+ * removed or moved by another taker: moving a file aside to judge it, and
+ * linking it back when it was fresh after all, let a three-way race lose a
+ * live taker's file or put it back at the wrong time, and two takers then
+ * both replaced the lock. Exclusive creation of each attempt's name lets
+ * exactly one taker past each crashed one.
+ */
+async function createTakeoverFile(
+  root: string,
+  staleText: string,
+  marker: string,
+): Promise<string | null> {
+  for (let attempt = 0, tries = 0; attempt < MAX_TAKEOVER_ATTEMPTS && tries < 1000; tries++) {
+    const name = takeoverFileName(staleText, attempt);
+    if (await createExclusive(root, name, marker)) return name;
+    const stats = await lstat(path.join(root, name)).catch(() => null);
+    // Gone again: its taker finished (it replaced the lock, which the caller
+    // will see, or lost). The same name may be taken once more.
+    if (stats === null) continue;
+    if (Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return null;
+    attempt++;
   }
-  const moved = await lstat(aside);
-  const expired = Date.now() - moved.mtimeMs >= TAKEOVER_EXPIRY_MS;
-  if (!expired) await link(aside, file).catch(() => undefined);
-  await rm(aside, { force: true });
-  return expired;
+  return null;
+}
+
+/**
+ * Takeover files other than ours: left by crashed takers, or by takers of
+ * the lock just replaced, which re-read the lock before they touch it and
+ * find ours. Removed by the new holder only, so that they do not pile up.
+ */
+async function removeOtherTakeoverFiles(root: string, ours: string): Promise<void> {
+  const names = await readdir(root).catch(() => [] as string[]);
+  for (const name of names) {
+    if (name !== ours && (name === TAKEOVER_FILE || name.startsWith(`${TAKEOVER_FILE}-`))) {
+      await rm(path.join(root, name), { force: true }).catch(() => undefined);
+    }
+  }
 }
 
 async function readText(root: string, name: string): Promise<string | null> {
