@@ -1,20 +1,21 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { LOCK_FILE } from "../paths.js";
 import { takeOver, takeoverFileName } from "./_fs-lock.js";
+import { deadPid } from "./_lock.fixtures.js";
 
 const STALE = '{"hostname":"h","pid":99999999,"started_at":"2026-01-01T00:00:00Z"}\n';
 const MINE = '{"hostname":"h","pid":1,"started_at":"2026-01-02T00:00:00Z","lock_id":"aa"}\n';
 
-/** A takeover file as a crashed taker leaves it: a minute old. */
+/** A takeover file as a taker writes it: its pid and a random part. */
+const takerFile = (pid: number) => `${pid} 0123456789abcdef\n`;
+
+/** A takeover file as a crashed taker leaves it. */
 async function leftBehind(root: string, name: string): Promise<void> {
-  const file = path.join(root, name);
-  await writeFile(file, "crashed taker\n");
-  const minuteAgo = new Date(Date.now() - 60_000);
-  await utimes(file, minuteAgo, minuteAgo);
+  await writeFile(path.join(root, name), takerFile(deadPid()));
 }
 
 async function withRoot(body: (root: string) => Promise<void>): Promise<void> {
@@ -44,14 +45,30 @@ describe("stale lock takeover", () => {
       assert.deepEqual(await readdir(root), [LOCK_FILE]);
     }));
 
-  it("loses to a taker whose takeover file is fresh and keeps that file", () =>
+  it("loses to a live taker's takeover file and keeps it, also when this host's clock is off", () =>
     withRoot(async (root) => {
       await writeFile(path.join(root, LOCK_FILE), STALE);
       const theirs = takeoverFileName(STALE, 0);
-      await writeFile(path.join(root, theirs), "other taker\n");
-      assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), false);
+      await writeFile(path.join(root, theirs), takerFile(process.ppid));
+      for (const skew of [0, 60_000]) {
+        const clock = () => Date.now() + skew;
+        assert.equal(await takeOver(root, { staleText: STALE, content: MINE }, clock), false);
+      }
       assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), STALE);
-      assert.equal(await readFile(path.join(root, theirs), "utf8"), "other taker\n");
+      assert.equal(await readFile(path.join(root, theirs), "utf8"), takerFile(process.ppid));
+      // Older than any takeover: its pid was reused by another process.
+      const later = () => Date.now() + 11 * 60_000;
+      assert.equal(await takeOver(root, { staleText: STALE, content: MINE }, later), true);
+    }));
+
+  it("judges a takeover file that names no taker by its age", () =>
+    withRoot(async (root) => {
+      await writeFile(path.join(root, LOCK_FILE), STALE);
+      await writeFile(path.join(root, takeoverFileName(STALE, 0)), "");
+      assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), false);
+      const later = () => Date.now() + 11_000;
+      assert.equal(await takeOver(root, { staleText: STALE, content: MINE }, later), true);
+      assert.deepEqual(await readdir(root), [LOCK_FILE]);
     }));
 
   it("passes over takeover files crashed takers left, and the new holder removes them", () =>
@@ -69,7 +86,7 @@ describe("stale lock takeover", () => {
     withRoot(async (root) => {
       await writeFile(path.join(root, LOCK_FILE), STALE);
       await leftBehind(root, takeoverFileName(STALE, 0));
-      await writeFile(path.join(root, takeoverFileName(STALE, 1)), "live taker\n");
+      await writeFile(path.join(root, takeoverFileName(STALE, 1)), takerFile(process.ppid));
       assert.equal(await takeOver(root, { staleText: STALE, content: MINE }), false);
       assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), STALE);
       assert.equal((await readdir(root)).length, 3);

@@ -7,12 +7,9 @@
  * takeoverFileName): only its creator may remove the stale lock, and only
  * after re-reading that it is still the stale one. Without it, two takers
  * could each remove the lock the other had just created and both win. A
- * takeover file older than {@link TAKEOVER_EXPIRY_MS} was left by a crashed
+ * takeover file whose taker died (see isLeftBehind) was left by a crashed
  * taker: the next taker passes over it to the next number instead of
  * clearing it, and the lock's new holder removes the files left behind.
- * What remains is the limit of any lease: a taker stalled for longer than
- * that between its takeover file and the lock (a stopped process, a paused
- * machine) can meet another.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { link, lstat, mkdir, open, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
@@ -22,6 +19,7 @@ import { LOCK_FILE } from "../paths.js";
 import { storageError, tempPathIn } from "./_fs-paths.js";
 import {
   currentLockHolder,
+  isProcessAlive,
   isStaleLockHolder,
   parseLockFile,
   parseLockHolder,
@@ -31,9 +29,17 @@ import {
 import type { LockHandle } from "./driver.js";
 
 export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`;
+/** How long a takeover file that names no taker we can judge keeps others out. */
 const TAKEOVER_EXPIRY_MS = 10_000;
-/** Crashed takers passed over before a taker gives up (each left a file at least TAKEOVER_EXPIRY_MS old). */
+/**
+ * How long a takeover file of a taker whose pid is alive keeps others out:
+ * long enough for any takeover, short enough that a pid reused by another
+ * process does not keep the root locked for good.
+ */
+const LIVE_TAKER_PATIENCE_MS = 10 * 60_000;
+/** Crashed takers passed over before a taker gives up. */
 const MAX_TAKEOVER_ATTEMPTS = 100;
+const MARKER = /^(\d+) [0-9a-f]{16}\n$/;
 
 export interface AcquireOptions {
   onStaleLock?: (stale: LockHolder) => void;
@@ -61,7 +67,11 @@ export async function acquireFsLock(
   const existing = parseLockHolder(text);
   if (existing === null || !isStaleLockHolder(existing)) throw new LockedError(root, existing);
   if (!(await takeOver(root, { staleText: text, content }))) {
-    throw new LockedError(root, (await readFsLock(root)) ?? existing);
+    const now = await readText(root, LOCK_FILE);
+    // Released (not stale after all: its holder ended after we read it) and
+    // nobody took it since: the root is free, one more try.
+    if (now === null) return retryOnce(root, { holder, lockId, content });
+    throw new LockedError(root, parseLockHolder(now) ?? existing);
   }
   options.onStaleLock?.(existing);
   return lockHandle(root, { holder, lockId });
@@ -99,9 +109,10 @@ export async function describeFsLock(root: string): Promise<LockHolder | null> {
 export async function takeOver(
   root: string,
   lock: { staleText: string; content: string },
+  clock: () => number = Date.now,
 ): Promise<boolean> {
   const marker = `${process.pid} ${randomBytes(8).toString("hex")}\n`;
-  const name = await createTakeoverFile(root, lock.staleText, marker);
+  const name = await createTakeoverFile(root, lock.staleText, marker, clock);
   if (name === null) return false;
   try {
     if ((await readText(root, LOCK_FILE)) !== lock.staleText) return false;
@@ -146,18 +157,46 @@ async function createTakeoverFile(
   root: string,
   staleText: string,
   marker: string,
+  clock: () => number,
 ): Promise<string | null> {
   for (let attempt = 0, tries = 0; attempt < MAX_TAKEOVER_ATTEMPTS && tries < 1000; tries++) {
     const name = takeoverFileName(staleText, attempt);
     if (await createExclusive(root, name, marker)) return name;
-    const stats = await lstat(path.join(root, name)).catch(() => null);
+    const file = path.join(root, name);
+    const stats = await lstat(file).catch(() => null);
+    // "" for a file that cannot be read: judged by its age.
+    const text =
+      stats === null
+        ? null
+        : await readFile(file, "utf8").catch((error: unknown) =>
+            errnoCode(error) === "ENOENT" ? null : "",
+          );
     // Gone again: its taker finished (it replaced the lock, which the caller
     // will see, or lost). The same name may be taken once more.
-    if (stats === null) continue;
-    if (Date.now() - stats.mtimeMs < TAKEOVER_EXPIRY_MS) return null;
+    if (stats === null || text === null) continue;
+    if (!isLeftBehind(text, clock() - stats.ctimeMs)) return null;
     attempt++;
   }
   return null;
+}
+
+/**
+ * Whether a takeover file was left by a taker that crashed. It names its
+ * taker's pid, and only processes on the stale lock's host take it over
+ * (the rule for stale locks, with the same assumption: one pid namespace
+ * per hostname): a dead pid left it. A live pid is a taker at work, unless
+ * the file is older than any takeover (the pid was reused). A file that
+ * names no pid (written in place where hard links are missing, and cut
+ * short) counts by its age. Ages are by change time, which the link that
+ * put the file in place sets and nothing can set back, from this host's
+ * clock: on a network filesystem whose server's clock differs, only the
+ * file without a pid depends on them.
+ */
+function isLeftBehind(text: string, ageMs: number): boolean {
+  const pid = MARKER.exec(text)?.[1];
+  if (pid === undefined) return ageMs >= TAKEOVER_EXPIRY_MS;
+  if (!isProcessAlive(Number(pid))) return true;
+  return ageMs >= LIVE_TAKER_PATIENCE_MS;
 }
 
 /**
