@@ -98,3 +98,32 @@ describe("a force_replace that stops while it empties the root", () => {
     assert.equal((await s.runJson()).json.results?.[0]?.action, "skip_same");
   });
 });
+
+describe("a force_replace whose deletes fail by the thousand", () => {
+  test("names the first few and the total, and lists at most 100 paths", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    const real = createFilesystemDriver({ root: s.root });
+    const many = Array.from({ length: 5000 }, (_, i) => `junk/${String(i).padStart(4, "0")}.txt`);
+    // As a signal leaves it: every delete not made yet fails the same way.
+    const driver: StorageDriver = {
+      ...real,
+      deleteMany: async (paths) => [
+        ...paths.map((p) => ({ path: p })),
+        ...many.map((p) => ({ path: p, error: "stopped by a signal" })),
+      ],
+    };
+    const { plan, snapshot } = await planOnly(s.config, path.join(s.base, "bundle"), driver, {
+      force: true,
+    });
+    await assert.rejects(applyPlan(driver, plan, { stateToken: snapshot.stateToken }), (error) => {
+      assert.ok(error instanceof ForceClearError);
+      assert.equal(error.failedDeletes.length, 5000, "the report still gets every one");
+      assert.equal(error.paths.length, 100);
+      assert.match(error.message, /5000 paths \(stopped by a signal\): junk\/0000\.txt, /);
+      assert.match(error.message, /, and 4990 more$/);
+      assert.ok(error.message.length < 1000, `${error.message.length} characters`);
+      return true;
+    });
+  });
+});

@@ -21,6 +21,7 @@ import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
 import type { PlannedOutput } from "../model.js";
 import { STATE_FILE } from "../paths.js";
+import { MAX_ERROR_PATHS } from "../planning/_failures.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
@@ -33,7 +34,7 @@ export class ForceClearError extends DistributorError {
   readonly failedDeletes: { path: string; message: string }[];
 
   constructor(message: string, failedDeletes: { path: string; message: string }[]) {
-    super("storage_error", message, { paths: failedDeletes.map((f) => f.path) });
+    super("storage_error", message, { paths: pathsOf(failedDeletes) });
     this.failedDeletes = failedDeletes;
   }
 }
@@ -167,7 +168,7 @@ async function clearTheWay(driver: StorageDriver, plan: RunPlan): Promise<void> 
   throw new DistributorError(
     "storage_error",
     `Could not delete what new outputs replace under ${driver.root}: ${listFailures(failed)}. No output was written yet (the state still records every path); fix the cause and run again.`,
-    { paths: failed.map((f) => f.path) },
+    { paths: pathsOf(failed) },
   );
 }
 
@@ -178,9 +179,28 @@ function failuresOf(results: readonly DeleteResult[]): ApplyResult["failedDelete
   );
 }
 
-/** `a.txt (EACCES: ...), b.txt (...)` for messages. */
+/** Failures named in a message; the error's `paths` hold up to MAX_ERROR_PATHS. */
+const MESSAGE_FAILURES = 10;
+
+/** The first MAX_ERROR_PATHS failed paths, as every error's `paths` list is cut. */
+function pathsOf(failed: ApplyResult["failedDeletes"]): string[] {
+  return failed.slice(0, MAX_ERROR_PATHS).map((f) => f.path);
+}
+
+/**
+ * `a.txt (EACCES: ...), b.txt (...)` for messages, the first few and the
+ * total: a force stopped by a signal fails every delete it had not made yet,
+ * tens of thousands of them, all for the same reason, which is said once.
+ */
 function listFailures(failed: ApplyResult["failedDeletes"]): string {
-  return failed.map((f) => `${f.path} (${f.message})`).join(", ");
+  const reasons = new Set(failed.map((f) => f.message));
+  const shown = failed.slice(0, MESSAGE_FAILURES);
+  const more = failed.length > shown.length ? `, and ${failed.length - shown.length} more` : "";
+  if (reasons.size === 1 && failed.length > 1) {
+    const [reason] = reasons;
+    return `${failed.length} paths (${reason}): ${shown.map((f) => f.path).join(", ")}${more}`;
+  }
+  return `${shown.map((f) => `${f.path} (${f.message})`).join(", ")}${more}`;
 }
 
 async function deleteOmitted(
