@@ -395,6 +395,10 @@ describe("planRun: records and timestamps", () => {
     );
     assert.equal(recordOf(folder, "old.txt"), undefined);
     assert.deepEqual(folder.deletes, []);
+    assert.match(
+      folder.changes.find((c) => c.path === "old.txt")?.reason ?? "",
+      /a folder is there now, left alone, record dropped/,
+    );
 
     // On a root that folds case, a leftover's path is checked like any path
     // the run deletes: docs/X.txt there could name an unmanaged docs/x.txt.

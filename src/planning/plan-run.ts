@@ -491,7 +491,9 @@ function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
       ? omitted
       : removal.kind === "left"
         ? `${omitted}; ${removal.why}, left alone, record dropped`
-        : `${omitted}; already gone from storage, record dropped`;
+        : removal.kind === "folder"
+          ? `${omitted}; a folder is there now, left alone, record dropped`
+          : `${omitted}; already gone from storage, record dropped`;
   const change: OutputChange = { path: record.path, change: "delete", reason };
   if (record.url !== undefined) change.url = record.url;
   return change;
