@@ -3,7 +3,7 @@
  * verify → `run --verify` → verify loop that repairs drift.
  */
 import assert from "node:assert/strict";
-import { readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { cleanupTempDirs, listFiles, runCli, runCliJson } from "./helpers/fixtures.js";
@@ -68,6 +68,17 @@ describe("verify", () => {
     const result = await runCliJson<VerifyJson>(["verify", ...ALPHA], { cwd: dir });
     assert.equal(result.code, 1);
     assert.deepEqual(result.json.modified, ["alpha/one.txt"]);
+  });
+
+  it("a folder standing where an output was counts as missing, as reconcile-state sees it", async () => {
+    const { dir, root } = await publishTwoOwners();
+    await rm(path.join(root, "alpha/one.txt"));
+    await mkdir(path.join(root, "alpha/one.txt"));
+    await writeFile(path.join(root, "alpha/one.txt/inside.txt"), "someone else's\n");
+    const result = await runCliJson<VerifyJson>(["verify", ...ALPHA], { cwd: dir });
+    assert.equal(result.code, 1);
+    assert.deepEqual(result.json.modified, []);
+    assert.deepEqual(result.json.missing, ["alpha/one.txt"]);
   });
 
   it("does not take the lock: it runs while another process holds it", async () => {

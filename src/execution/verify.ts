@@ -92,7 +92,9 @@ async function _check(driver: StorageDriver, record: OutputRecord): Promise<Find
     if (stored.sha256 !== null) return stored.sha256 === record.sha256 ? "ok" : "modified";
   }
   const entry = await driver.stat(record.path);
-  if (entry === null) return "missing";
+  // A folder where the file was: the file is gone, as reconcile-state sees it
+  // too (run --verify would not rewrite it: the folder is in the way).
+  if (entry === null || entry.type === "directory") return "missing";
   // Something else now stands at the path (a symlink, a fifo): not our bytes.
   if (entry.type !== "file") return "modified";
   const stream = (await driver.readStream(record.path)) as AsyncIterable<Uint8Array>;
