@@ -12,6 +12,7 @@ import { classifyState } from "../state/read.js";
 import type { ClassifiedState, OutputRecord } from "../state/types.js";
 import { serializeState, sortRecords } from "../state/write.js";
 import type { StorageEntry } from "../storage/driver.js";
+import { ownsRecord } from "./_records.js";
 import { CASES } from "./plan-run.cases.test.js";
 import { isLeftover, planRun, simulateApplied } from "./plan-run.js";
 import type { RunPlan, RunPlanInput } from "./types.js";
@@ -154,9 +155,7 @@ function forceSurvivors(
     input.state.class === "valid" ? input.state.state.outputs.map((r) => r.path) : [],
   );
   const others = plan.claimState.outputs.filter(
-    (r) =>
-      !planned.has(r.path) &&
-      (r.pipeline_id !== input.owner.pipelineId || r.destination_id !== input.owner.destinationId),
+    (r) => !planned.has(r.path) && !ownsRecord(input.owner, r),
   );
   const survivors: StorageEntry[] = [];
   const survivingRecords: OutputRecord[] = [...others];

@@ -22,6 +22,7 @@ import {
 } from "./_records.js";
 import {
   type Blocker,
+  type Removal,
   removalOf,
   type StorageView,
   storageView,
@@ -82,16 +83,28 @@ function _caseFoldClashes(input: RunPlanInput, view: StorageView) {
   if (input.force) return caseFoldClashes({ planned, deleting: [], recorded: [] });
   const records = input.state.class === "valid" ? input.state.state.outputs : [];
   const plannedSet = new Set(planned);
-  const deleting =
-    input.workflow === "replacement"
-      ? _omitted(input, records, plannedSet)
-      : _goneLeftovers(input, view, records, () => plannedSet);
+  const deleting = _removed(input, view, records, () => plannedSet);
   return caseFoldClashes({
     planned,
     deleting: deleting.map((record) => record.path),
     view,
     recorded: records.map((record) => record.path),
   });
+}
+
+/**
+ * The records this run removes (deleting their files where that is ours to
+ * do): a replacement's omissions, or an additive run's gone leftovers.
+ */
+function _removed(
+  input: RunPlanInput,
+  view: StorageView,
+  records: readonly OutputRecord[],
+  plannedPaths: () => ReadonlySet<string>,
+): OutputRecord[] {
+  return input.workflow === "replacement"
+    ? _omitted(input, records, plannedPaths())
+    : _goneLeftovers(input, view, records, plannedPaths);
 }
 
 /** Records of this owner that a replacement run deletes: those it no longer plans. */
@@ -119,11 +132,13 @@ function _goneLeftovers(
   records: readonly OutputRecord[],
   plannedPaths: () => ReadonlySet<string>,
 ): OutputRecord[] {
-  if (!_hasLeftovers(records)) return [];
-  return records.filter((r) => {
-    if (!isLeftover(r) || !ownsRecord(input.owner, r) || plannedPaths().has(r.path)) return false;
-    return removalOf(view, r.path).kind !== "delete";
-  });
+  return records.filter(
+    (r) =>
+      isLeftover(r) &&
+      ownsRecord(input.owner, r) &&
+      !plannedPaths().has(r.path) &&
+      removalOf(view, r.path).kind !== "delete",
+  );
 }
 
 /** force_replace: the root is emptied, then every output is created under a fresh state. */
@@ -330,10 +345,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     }
     return plannedPaths;
   };
-  const omitted =
-    input.workflow === "replacement"
-      ? _omitted(input, oldRecords, plannedPathSet())
-      : _goneLeftovers(input, view, oldRecords, plannedPathSet);
+  const omitted = _removed(input, view, oldRecords, plannedPathSet);
   const omittedPaths = new Set(omitted.map((record) => record.path));
   const clearing: Clearing = {
     view,
@@ -475,28 +487,30 @@ function _planOutput(
   };
 }
 
-/** Whether an interrupted force_replace left records marked as leftovers. */
-function _hasLeftovers(records: readonly OutputRecord[]): boolean {
-  for (const record of records) if (isLeftover(record)) return true;
-  return false;
-}
-
 function _deleteChange(view: StorageView, record: OutputRecord): OutputChange {
-  const removal = removalOf(view, record.path);
-  const omitted = isLeftover(record)
+  const why = isLeftover(record)
     ? "left by a force_replace that did not finish"
     : "omitted by this run (replacement)";
-  const reason =
-    removal.kind === "delete"
-      ? omitted
-      : removal.kind === "left"
-        ? `${omitted}; ${removal.why}, left alone, record dropped`
-        : removal.kind === "folder"
-          ? `${omitted}; a folder is there now, left alone, record dropped`
-          : `${omitted}; already gone from storage, record dropped`;
+  const note = _removalNote(removalOf(view, record.path));
+  const reason = note === null ? why : `${why}; ${note}`;
   const change: OutputChange = { path: record.path, change: "delete", reason };
   if (record.url !== undefined) change.url = record.url;
   return change;
+}
+
+/** What a removed record's reason adds when its file is not deleted: null when it is. */
+function _removalNote(removal: Removal): string | null {
+  switch (removal.kind) {
+    case "delete":
+      return null;
+    case "left":
+      return `${removal.why}, left alone, record dropped`;
+    case "folder":
+      return "a folder is there now, left alone, record dropped";
+    case "tidy":
+    case "gone":
+      return "already gone from storage, record dropped";
+  }
 }
 
 /**

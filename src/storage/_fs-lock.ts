@@ -67,11 +67,11 @@ export async function acquireFsLock(
   const existing = parseLockHolder(text);
   if (existing === null || !isStaleLockHolder(existing)) throw new LockedError(root, existing);
   if (!(await takeOver(root, { staleText: text, content }))) {
-    const now = await readText(root, LOCK_FILE);
+    const current = await readText(root, LOCK_FILE);
     // Released (not stale after all: its holder ended after we read it) and
     // nobody took it since: the root is free, one more try.
-    if (now === null) return retryOnce(root, { holder, lockId, content });
-    throw new LockedError(root, parseLockHolder(now) ?? existing);
+    if (current === null) return retryOnce(root, { holder, lockId, content });
+    throw new LockedError(root, parseLockHolder(current) ?? existing);
   }
   options.onStaleLock?.(existing);
   return lockHandle(root, { holder, lockId });
@@ -145,8 +145,8 @@ export function takeoverFileName(staleText: string, attempt: number): string {
 
 /**
  * Create this taker's takeover file: the first attempt's name, or, past
- * files that crashed takers left (older than TAKEOVER_EXPIRY_MS), the next
- * one's. Null when a taker is at it (its file is fresh). A left file is never
+ * files that crashed takers left (see isLeftBehind), the next one's. Null
+ * when a taker is at it. A left file is never
  * removed or moved by another taker: moving a file aside to judge it, and
  * linking it back when it was fresh after all, let a three-way race lose a
  * live taker's file or put it back at the wrong time, and two takers then

@@ -28,7 +28,7 @@ const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
  * space, so it should still be in the CPU's cache when the write copies it
  * into the page cache. Copying M's 417 MB of large files took a median
  * 0.55 s of CPU with 1 MiB chunks against 1.06 s with 4 MiB ones (0.62 s
- * with 256 KiB), and L's 2 GB file 2.5-3.1 s against 4.7-8.3 s: with 4 MiB
+ * with 256 KiB), and L's 2 GB file 2.5-4.1 s against 4.7-8.3 s: with 4 MiB
  * chunks half the CPU went to the kernel's copy from the buffer into the
  * page cache (`copy_folio_from_iter_atomic` in `perf record`).
  */
