@@ -597,6 +597,37 @@ describe("simulateApplied: pairs that share a root", () => {
     assert.deepEqual(after2.listing.map((e) => e.path).sort(), ["a.txt", "b.txt"]);
   });
 
+  test("an empty folder above a deleted path goes with it, unless an output is written there", () => {
+    // A killed run deleted old/deep/b.txt and not its folder; this replacement
+    // drops the record and the driver removes the folders left empty, so the
+    // next pair may publish a file named "old".
+    const before = input({
+      workflow: "replacement",
+      outputs: [A, planned("kept/new.txt")],
+      state: valid(record("kept/gone.txt"), record("old/deep/b.txt")),
+      listing: listing(
+        { path: "old/deep", type: "directory", size: 0 },
+        { path: "kept", type: "directory", size: 0 },
+      ),
+    });
+    const plan = planRun(before);
+    assert.deepEqual(plan.deletes, ["kept/gone.txt", "old/deep/b.txt"]);
+    const after = simulateApplied(plan, before);
+    assert.deepEqual(after.listing.map((e) => `${e.path} ${e.type}`).sort(), [
+      "a.txt file",
+      "kept/new.txt file",
+    ]);
+    const next = planRun(
+      input({
+        owner: { pipelineId: "reports", destinationId: "mirror" },
+        outputs: [planned("old")],
+        state: after.state,
+        listing: after.listing,
+      }),
+    );
+    assert.equal(next.action, "upsert_additive", next.error?.message);
+  });
+
   test("skip_same and failures leave the root as it was", () => {
     const root = { state: valid(record("a.txt")), listing: listing("a.txt") };
     const skip = planRun(input({ outputs: [A], ...root }));

@@ -18,9 +18,9 @@ export interface RootSnapshot {
  * The state and listing `before` will have once `plan` has been applied in full.
  * skip_same and fail_* change nothing. force_replace leaves only the reserved
  * tool files and the outputs; other plans remove `deletes` and `deletesFirst`
- * (with what is under them), and put every created
- * or updated output as a regular file of its planned size. A `RunPlanInput`
- * can be passed as `before` directly.
+ * (with what is under them) and the empty folders above them, and put every
+ * created or updated output as a regular file of its planned size. A
+ * `RunPlanInput` can be passed as `before` directly.
  */
 export function simulateApplied(
   plan: RunPlan,
@@ -43,5 +43,32 @@ export function simulateApplied(
     if (change.output === undefined || change.change === "unchanged") continue;
     entries.set(change.path, { path: change.path, size: change.output.size, type: "file" });
   }
+  if (plan.action !== "force_replace") {
+    const written = plan.changes.filter((c) => c.output !== undefined && c.change !== "unchanged");
+    unlistFolders(
+      entries,
+      [...removed, ...cleared],
+      written.map((c) => c.path),
+    );
+  }
   return { state: { class: "valid", state: plan.finalState }, listing: [...entries.values()] };
+}
+
+/**
+ * A listing names a folder only while it is empty (the filesystem walk).
+ * One that an output was written into is no longer listed; nor is one
+ * above a deleted path, which the driver removes once its deletes leave it
+ * empty (filesystem.ts, deletePaths), also when the path was already gone
+ * (a killed run deleted the file and not its folder).
+ */
+function unlistFolders(
+  entries: Map<string, StorageEntry>,
+  deleted: readonly string[],
+  written: readonly string[],
+): void {
+  for (const path of [...deleted, ...written]) {
+    for (const dir of ancestorsOf(path)) {
+      if (entries.get(dir)?.type === "directory") entries.delete(dir);
+    }
+  }
 }
