@@ -120,6 +120,31 @@ const STEP3: Case[] = [
     deletes: ["a.txt", "old.txt", "stray.txt", "z.txt"],
   },
   {
+    name: "force over old outputs in folders it empties: this owner's, another owner's, unmanaged",
+    input: input({
+      force: true,
+      outputs: [A],
+      state: valid(record("old/page.html"), record("team/z.txt", { owner: "docs/site" })),
+      listing: listing("old/page.html", "team/z.txt", "stray/s.txt"),
+    }),
+    action: "force_replace",
+    changes: ["a.txt create"],
+    deletes: ["old/page.html", "stray/s.txt", "team/z.txt"],
+  },
+  {
+    name: "force of a replacement over this owner's old outputs in folders it empties",
+    input: input({
+      force: true,
+      workflow: "replacement",
+      outputs: [A],
+      state: valid(record("old/page.html"), record("old/deep/b.txt")),
+      listing: listing("old/page.html", "old/deep/b.txt"),
+    }),
+    action: "force_replace",
+    changes: ["a.txt create"],
+    deletes: ["old/deep/b.txt", "old/page.html"],
+  },
+  {
     name: "force where an unmanaged file stands where a planned output needs a folder",
     input: input({
       force: true,

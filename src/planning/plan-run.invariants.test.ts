@@ -86,6 +86,36 @@ function withRecords(expected: ClassifiedState, records: readonly OutputRecord[]
   return { class: "valid", state: { ...expected.state, outputs } };
 }
 
+/** `path`'s folders, nearest last ("a/b/c" → "a", "a/b"). */
+function foldersOf(path: string): string[] {
+  const folders: string[] = [];
+  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
+    folders.push(path.slice(0, i));
+  }
+  return folders;
+}
+
+/**
+ * `listing` once the files in `gone` are deleted and before any folder is
+ * removed: the executor deletes files first, then the folders left empty
+ * (deepest first). A folder with nothing left under it is then listed
+ * itself, as an empty directory.
+ */
+function filesGoneFoldersLeft(
+  listing: readonly StorageEntry[],
+  gone: ReadonlySet<string>,
+): StorageEntry[] {
+  const kept = listing.filter((e) => e.type === "directory" || !gone.has(e.path));
+  const folders = new Set(listing.flatMap((e) => foldersOf(e.path)));
+  const holdsSomething = new Set([
+    ...kept.flatMap((e) => foldersOf(e.path)),
+    ...[...folders].flatMap(foldersOf),
+  ]);
+  const listed = new Set(kept.map((e) => e.path));
+  const empty = [...folders].filter((f) => !holdsSomething.has(f) && !listed.has(f));
+  return [...kept, ...empty.map((path): StorageEntry => ({ path, size: 0, type: "directory" }))];
+}
+
 /** The root as it would be if the process died right after each step. */
 function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
   const force = plan.action === "force_replace";
@@ -116,10 +146,17 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     listing: halfEmptied,
     verified: true,
   };
+  const filesDeleted = new Set(plan.deletes);
+  const foldersLeft: Crash = {
+    point: "after deleting the files, before the folders",
+    state: claimed,
+    listing: filesGoneFoldersLeft(force ? input.listing : [...outputsDone.values()], filesDeleted),
+    verified: force,
+  };
   return [
     // A claim written after the root is emptied (claimFirst unset) is not
     // there while it is emptied: such a force is run again (docs/recovery.md).
-    ...(force && plan.claimFirst === true ? [emptying] : []),
+    ...(force && plan.claimFirst === true ? [emptying, foldersLeft] : []),
     { point: "after the claim state", state: claimed, listing: emptied, verified: true },
     { point: "after clearing the way", state: claimed, listing: cleared, verified: true },
     {
@@ -128,6 +165,7 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
       listing: [...outputsDone.values()],
       verified: false,
     },
+    ...(!force && plan.deletes.length > 0 ? [foldersLeft] : []),
     { point: "after the deletes", state: claimed, listing: deletesDone, verified: false },
   ];
 }
@@ -135,7 +173,7 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
 /**
  * What outlives the plain rerun after a force_replace killed once its early
  * claim was written, beyond what the uninterrupted run leaves (see
- * Crash.survivors): files no record names, and other owners' files and
+ * Crash.survivors): files no record names and empty folders, and other owners' files and
  * records (the claim keeps those records until the final state, SPEC §6: no
  * other owner's record lost), with every other owner's record in the claim
  * whether or not the force deleted its file; and under additive, this
@@ -159,9 +197,24 @@ function forceSurvivors(
   );
   const survivors: StorageEntry[] = [];
   const survivingRecords: OutputRecord[] = [...others];
+  // The folders this owner's leftovers were in: the rerun tidies those it finds empty.
+  const tidied = [...claim.values()]
+    .filter((r) => isLeftover(r) && ownsRecord(input.owner, r))
+    .map((r) => r.path);
+  const plannedOrTidied = [...planned, ...tidied];
   for (const entry of listing) {
-    if (entry.type === "directory" || planned.has(entry.path)) continue;
     if (hasReservedSegment(entry.path)) continue;
+    if (entry.type === "directory") {
+      // An empty folder (the force may have emptied it and not removed it
+      // yet): nothing tells the rerun it was the force's, so it stays, as an
+      // unrecorded file does, unless an output goes there or it is tidied.
+      const inside = `${entry.path}/`;
+      if (!plannedOrTidied.some((p) => p === entry.path || p.startsWith(inside))) {
+        survivors.push(entry);
+      }
+      continue;
+    }
+    if (planned.has(entry.path)) continue;
     const record = claim.get(entry.path);
     if (!recorded.has(entry.path) || (record !== undefined && others.includes(record))) {
       survivors.push(entry);
