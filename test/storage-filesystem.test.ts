@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import {
+  chmod,
   link,
   mkdir,
   mkdtemp,
@@ -410,7 +411,59 @@ describe("filesystem driver: symlinks are never followed", () => {
       assert.ok((await stat(root)).isDirectory());
     }),
   );
+
+  it(
+    "a delete whose emptied folder cannot be removed fails, naming the folder",
+    sandboxed(async ({ root, driver }) => {
+      // The plan of a second pair on this root counts the folder as gone
+      // (simulateApplied), so the delete must not pass for done.
+      await driver.write("p/q/r.txt", bytes("r"));
+      await driver.write("p/keep.txt", bytes("k"));
+      await driver.write("s/t.txt", bytes("t"));
+      const parent = path.join(root, "p");
+      const undo = await forbidRemovingIn(parent);
+      try {
+        const results = await driver.deleteMany(["p/q/r.txt", "s/t.txt", "p/q/never.txt"]);
+        assert.equal(results[0]?.path, "p/q/r.txt");
+        assert.match(
+          results[0]?.error ?? "",
+          /^the folder p\/q it left empty stayed: E(ACCES|PERM)/,
+        );
+        assert.match(results[2]?.error ?? "", /the folder p\/q/, "missing, and under that folder");
+        assert.deepEqual(results[1], { path: "s/t.txt" }, "a folder that went is no failure");
+      } finally {
+        await undo();
+      }
+      assert.deepEqual((await readdir(root)).sort(), ["p"]);
+      assert.deepEqual((await readdir(parent)).sort(), ["keep.txt", "q"]);
+    }),
+  );
 });
+
+/**
+ * Make `dir` refuse the removal of folders inside it: read-only for a user,
+ * immutable for root (which ignores permissions). Returns the undo.
+ */
+async function forbidRemovingIn(dir: string): Promise<() => Promise<void>> {
+  if (process.getuid?.() !== 0) {
+    await chmod(dir, 0o555);
+    return () => chmod(dir, 0o755);
+  }
+  const chattr = (flag: string) =>
+    new Promise<void>((resolve, reject) => {
+      const child = spawn("chattr", [flag, dir], { stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (chunk) => {
+        stderr += chunk;
+      });
+      child.on("error", reject);
+      child.on("close", (code) =>
+        code === 0 ? resolve() : reject(new Error(`chattr ${flag} ${dir}: ${stderr.trim()}`)),
+      );
+    });
+  await chattr("+i");
+  return () => chattr("-i");
+}
 
 describe("filesystem driver: many small writes (spread over worker threads)", () => {
   it(

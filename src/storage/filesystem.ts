@@ -196,11 +196,36 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
     if (result.error === undefined) for (const dir of ancestorsOf(result.path)) dirs.add(dir);
   }
   const deepestFirst = [...dirs].sort((a, b) => depth(b) - depth(a));
+  const stuck = new Map<string, string>();
   for (const dir of deepestFirst) {
     // rmdir never follows a link and fails on a non-empty directory: exactly "left empty".
-    await rmdir(path.join(root, dir)).catch(() => undefined);
+    await rmdir(path.join(root, dir)).catch((error: unknown) => {
+      if (!FOLDER_NOT_LEFT_EMPTY.has(errnoCode(error) ?? "")) stuck.set(dir, deleteFailure(error));
+    });
   }
-  return results;
+  return stuck.size === 0 ? results : results.map((result) => withStuckFolder(result, stuck));
+}
+
+/**
+ * rmdir's answers for a folder that was not left empty (or is gone, or is no
+ * folder any more): nothing to remove. Any other (EACCES, EROFS, EBUSY) leaves
+ * an empty folder that the plan counted as removed.
+ */
+const FOLDER_NOT_LEFT_EMPTY = new Set(["ENOTEMPTY", "EEXIST", "ENOENT", "ENOTDIR"]);
+
+/**
+ * A delete whose emptied folder could not be removed fails too: its record
+ * stays, so the next run tries again, and the run stops before its later
+ * pairs, which may have been planned against a root without that folder
+ * (run.ts, simulateApplied).
+ */
+function withStuckFolder(result: DeleteResult, stuck: ReadonlyMap<string, string>): DeleteResult {
+  if (result.error !== undefined) return result;
+  const dir = ancestorsOf(result.path)
+    .reverse()
+    .find((candidate) => stuck.has(candidate));
+  if (dir === undefined) return result;
+  return { path: result.path, error: `the folder ${dir} it left empty stayed: ${stuck.get(dir)}` };
 }
 
 /**
