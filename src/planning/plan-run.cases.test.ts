@@ -132,6 +132,18 @@ const STEP3: Case[] = [
     deletes: ["old/page.html", "stray/s.txt", "team/z.txt"],
   },
   {
+    name: "force over this owner's old output inside a root nested in this one",
+    input: input({
+      force: true,
+      outputs: [A],
+      state: valid(record("n/sub/f.txt")),
+      listing: listing("n/.distributor.json", "n/sub/f.txt"),
+    }),
+    action: "force_replace",
+    changes: ["a.txt create"],
+    deletes: ["n/sub/f.txt"],
+  },
+  {
     name: "force of a replacement over this owner's old outputs in folders it empties",
     input: input({
       force: true,

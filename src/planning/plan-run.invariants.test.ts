@@ -2,12 +2,21 @@
  * Invariants over every case of the table: a second run is a no-op, no path is
  * both written and deleted, every path is clean, the claim keeps every old
  * record, and a crash at any step of the executor's order (claim state →
- * outputs → deletes → final state) converges on a plain rerun to exactly the
- * state and files the uninterrupted run would have left.
+ * deletes that clear the way → outputs → deletes → final state; each delete
+ * step removes files first, then the folders it left empty) converges on a
+ * plain rerun to exactly the state and files the uninterrupted run would
+ * have left.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { compareUtf8, hasReservedSegment, isCleanPath, STATE_FILE } from "../paths.js";
+import {
+  ancestorsOf,
+  compareUtf8,
+  hasReservedSegment,
+  isCleanPath,
+  LOCK_FILE,
+  STATE_FILE,
+} from "../paths.js";
 import { classifyState } from "../state/read.js";
 import type { ClassifiedState, OutputRecord } from "../state/types.js";
 import { serializeState, sortRecords } from "../state/write.js";
@@ -69,11 +78,12 @@ interface Crash {
   /** Outputs not yet rewritten still hold the bytes --verify hashed. */
   verified: boolean;
   /**
-   * Files that rightly outlive the rerun, which a killed force had not
-   * deleted yet: unrecorded ones (nothing says they were the force's to
-   * delete, so a plain run leaves them, as any file it does not plan), and,
-   * when the rerun is additive, this owner's leftovers (an additive run
-   * deletes nothing), which stay recorded: `survivingRecords`.
+   * What rightly outlives the rerun of a killed force (see forceSurvivors):
+   * unrecorded files it had not deleted yet and empty folders it had not
+   * removed yet (nothing says they were the force's to delete, so a plain
+   * run leaves them, as anything it does not plan), and, when the rerun is
+   * additive, this owner's leftovers (an additive run deletes nothing),
+   * which stay recorded: `survivingRecords`.
    */
   survivors?: StorageEntry[];
   survivingRecords?: OutputRecord[];
@@ -84,15 +94,6 @@ function withRecords(expected: ClassifiedState, records: readonly OutputRecord[]
   if (records.length === 0 || expected.class !== "valid") return expected;
   const outputs = sortRecords([...expected.state.outputs, ...records]);
   return { class: "valid", state: { ...expected.state, outputs } };
-}
-
-/** `path`'s folders, nearest last ("a/b/c" → "a", "a/b"). */
-function foldersOf(path: string): string[] {
-  const folders: string[] = [];
-  for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
-    folders.push(path.slice(0, i));
-  }
-  return folders;
 }
 
 /**
@@ -106,10 +107,10 @@ function filesGoneFoldersLeft(
   gone: ReadonlySet<string>,
 ): StorageEntry[] {
   const kept = listing.filter((e) => e.type === "directory" || !gone.has(e.path));
-  const folders = new Set(listing.flatMap((e) => foldersOf(e.path)));
+  const folders = new Set(listing.flatMap((e) => ancestorsOf(e.path)));
   const holdsSomething = new Set([
-    ...kept.flatMap((e) => foldersOf(e.path)),
-    ...[...folders].flatMap(foldersOf),
+    ...kept.flatMap((e) => ancestorsOf(e.path)),
+    ...[...folders].flatMap(ancestorsOf),
   ]);
   const listed = new Set(kept.map((e) => e.path));
   const empty = [...folders].filter((f) => !holdsSomething.has(f) && !listed.has(f));
@@ -139,7 +140,7 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
   // force_replace killed while it empties the root: every other path it
   // deletes is gone, the others (and every folder) still there.
   const halfGone = new Set(plan.deletes.filter((_, i) => i % 2 === 0));
-  const halfEmptied = input.listing.filter((e) => e.type === "directory" || !halfGone.has(e.path));
+  const halfEmptied = filesGoneFoldersLeft(input.listing, halfGone);
   const emptying: Crash = {
     point: "while emptying the root",
     state: claimed,
@@ -158,6 +159,16 @@ function crashPoints(input: RunPlanInput, plan: RunPlan): Crash[] {
     // there while it is emptied: such a force is run again (docs/recovery.md).
     ...(force && plan.claimFirst === true ? [emptying, foldersLeft] : []),
     { point: "after the claim state", state: claimed, listing: emptied, verified: true },
+    ...(first.size > 0
+      ? [
+          {
+            point: "while clearing the way: files gone, folders left",
+            state: claimed,
+            listing: filesGoneFoldersLeft(emptied, first),
+            verified: true,
+          },
+        ]
+      : []),
     { point: "after clearing the way", state: claimed, listing: cleared, verified: true },
     {
       point: "after the outputs",
@@ -197,9 +208,14 @@ function forceSurvivors(
   );
   const survivors: StorageEntry[] = [];
   const survivingRecords: OutputRecord[] = [...others];
-  // The folders this owner's leftovers were in: the rerun tidies those it finds empty.
+  // The folders this owner's leftovers were in: the rerun tidies those it
+  // finds empty, except inside a root nested in this one, which it leaves alone.
+  const nestedRoots = listing
+    .filter((e) => e.path.endsWith(`/${STATE_FILE}`) || e.path.endsWith(`/${LOCK_FILE}`))
+    .map((e) => `${e.path.slice(0, e.path.lastIndexOf("/"))}/`);
   const tidied = [...claim.values()]
     .filter((r) => isLeftover(r) && ownsRecord(input.owner, r))
+    .filter((r) => !nestedRoots.some((nested) => r.path.startsWith(nested)))
     .map((r) => r.path);
   const plannedOrTidied = [...planned, ...tidied];
   for (const entry of listing) {

@@ -34,16 +34,21 @@ export function simulateApplied(
   const cleared = new Set(plan.deletesFirst);
   const gone = (path: string) =>
     removed.has(path) || cleared.has(path) || ancestorsOf(path).some((dir) => cleared.has(dir));
+  let folders = false;
   for (const entry of before.listing) {
     const keep =
       plan.action === "force_replace" ? hasReservedSegment(entry.path) : !gone(entry.path);
-    if (keep) entries.set(entry.path, entry);
+    if (!keep) continue;
+    entries.set(entry.path, entry);
+    if (entry.type === "directory") folders = true;
   }
   for (const change of plan.changes) {
     if (change.output === undefined || change.change === "unchanged") continue;
     entries.set(change.path, { path: change.path, size: change.output.size, type: "file" });
   }
-  if (plan.action !== "force_replace") {
+  // Only filesystem listings name folders (S3 has none): most roots skip
+  // this. A force leaves nothing but reserved names, and folders only for them.
+  if (folders && plan.action !== "force_replace") {
     const written = plan.changes.filter((c) => c.output !== undefined && c.change !== "unchanged");
     unlistFolders(
       entries,
