@@ -159,6 +159,41 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     );
   });
 
+  it("a conditional write answered 500 is another writer's only if the object changed", async (t) => {
+    const { proxy, driver } = await hungDriver(t);
+    const state = new TextEncoder().encode('{"schema_version":4}\n');
+    const match = { method: "PUT", path: /\.distributor\.json$/ };
+    // A server that fails every write: nothing changed, so no one else wrote.
+    proxy.errorNext(Infinity, { status: 500, code: "InternalError" }, match);
+    await assert.rejects(
+      driver.write(".distributor.json", { type: "bytes", bytes: state }, { ifMatch: null }),
+      (error: unknown) => {
+        assert.ok(error instanceof DistributorError, String(error));
+        assert.equal(error.code, "storage_error", error.message);
+        assert.match(error.message, /500 InternalError/);
+        return true;
+      },
+    );
+    proxy.clear();
+    const first = await driver.write(
+      ".distributor.json",
+      { type: "bytes", bytes: state },
+      { ifMatch: null },
+    );
+    // RGW's answer to a writer that lost the race: the object is another version now.
+    const theirs = await driver.write(
+      ".distributor.json",
+      { type: "bytes", bytes: state.slice(1) },
+      { ifMatch: first },
+    );
+    assert.notEqual(theirs, first);
+    proxy.errorNext(1, { status: 500, code: "InternalError" }, match);
+    await rejectsWithCodeOf(
+      driver.write(".distributor.json", { type: "bytes", bytes: state }, { ifMatch: first }),
+      "state_conflict",
+    );
+  });
+
   it("a multipart upload of changed bytes is source_invalid even when aborting it fails", async (t) => {
     const { proxy, driver } = await hungDriver(t, {
       multipartThreshold: 5 * 1024 * 1024,

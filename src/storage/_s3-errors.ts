@@ -123,10 +123,11 @@ export function storageError(
 }
 
 /**
- * True when a conditional PUT failed because another writer got there first.
- * RGW answers a writer that lost the race inside the cluster with a 500, which
- * never means the write happened; AWS answers If-Match on a missing key with
- * 404 where RGW gives 412.
+ * True when a conditional PUT may have failed because another writer got
+ * there first. RGW answers a writer that lost the race inside the cluster with
+ * a 500, which never means the write happened (the driver then looks whether
+ * the object changed, since a 500 is also what a failing server answers); AWS
+ * answers If-Match on a missing key with 404 where RGW gives 412.
  */
 export function isLostRace(error: unknown, ifMatch: string | null): boolean {
   const status = httpStatusOf(error);

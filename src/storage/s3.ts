@@ -20,7 +20,7 @@ import { LOCK_FILE } from "../paths.js";
 import { stoppedMessage, writesStopped } from "./_fs-write-pool.js";
 import { createS3Client, tokenOfEtag } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
-import { isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
+import { httpStatusOf, isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
 import {
   deleteKeys,
   driverPathProblem,
@@ -206,6 +206,11 @@ class S3Driver implements StorageDriver {
         // place (a state holds its own timestamps) mean that write happened.
         const ours = content.type === "bytes" ? await this.tokenIfHolds(path, content.bytes) : null;
         if (ours !== null) return ours;
+        // A 500 may also be a server that fails every write: unless the
+        // object shows another writer's version, report the failure.
+        if (httpStatusOf(error) === 500 && !(await this.changedSince(path, options.ifMatch))) {
+          throw this.keys.failure(error, "PutObject", path);
+        }
         throw this.conflict(path, options, error);
       }
       throw this.keys.failure(error, "PutObject", path);
@@ -374,6 +379,19 @@ class S3Driver implements StorageDriver {
     const stored = await this.read(path).catch(() => null);
     if (stored === null || stored.bytes.byteLength !== bytes.byteLength) return null;
     return Buffer.from(stored.bytes).equals(bytes) ? stored.token : null;
+  }
+
+  /**
+   * Whether the object is now another version than `ifMatch` names (`null`:
+   * absent). False when a HEAD cannot tell (it fails too): the server's
+   * failure is then what to report, not another writer.
+   */
+  private async changedSince(path: string, ifMatch: VersionToken | null): Promise<boolean> {
+    try {
+      return (await this.currentToken(path)) !== ifMatch;
+    } catch {
+      return false;
+    }
   }
 
   /** The object's current version token, `null` when it is absent. */
