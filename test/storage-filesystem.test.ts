@@ -438,11 +438,32 @@ describe("filesystem driver: symlinks are never followed", () => {
       assert.deepEqual((await readdir(parent)).sort(), ["keep.txt", "q"]);
     }),
   );
+
+  it(
+    "a folder that still holds files under a parent that refuses removals is no failure",
+    sandboxed(async ({ root, driver }) => {
+      // Linux checks the parent's permissions before the folder's emptiness:
+      // rmdir answers EACCES or EPERM here, not ENOTEMPTY.
+      await driver.write("docs/guide/a.html", bytes("a"));
+      await driver.write("docs/guide/b.html", bytes("b"));
+      const undo = await forbidRemovingIn(path.join(root, "docs"));
+      try {
+        assert.deepEqual(await driver.deleteMany(["docs/guide/a.html"]), [
+          { path: "docs/guide/a.html" },
+        ]);
+      } finally {
+        await undo();
+      }
+      assert.deepEqual(await readdir(path.join(root, "docs", "guide")), ["b.html"]);
+    }),
+  );
 });
 
 /**
  * Make `dir` refuse the removal of folders inside it: read-only for a user,
- * immutable for root (which ignores permissions). Returns the undo.
+ * immutable for root (which ignores permissions; `chattr +i` needs
+ * CAP_LINUX_IMMUTABLE and a filesystem that supports the flag, such as ext4
+ * or a recent tmpfs, and fails loudly without them). Returns the undo.
  */
 async function forbidRemovingIn(dir: string): Promise<() => Promise<void>> {
   if (process.getuid?.() !== 0) {

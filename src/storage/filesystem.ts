@@ -199,19 +199,26 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   const stuck = new Map<string, string>();
   for (const dir of deepestFirst) {
     // rmdir never follows a link and fails on a non-empty directory: exactly "left empty".
-    await rmdir(path.join(root, dir)).catch((error: unknown) => {
-      if (!FOLDER_NOT_LEFT_EMPTY.has(errnoCode(error) ?? "")) stuck.set(dir, deleteFailure(error));
+    const absolute = path.join(root, dir);
+    await rmdir(absolute).catch(async (error: unknown) => {
+      if (NOT_OURS_TO_REMOVE.has(errnoCode(error) ?? "")) return;
+      // Linux checks permissions before emptiness: a folder that still
+      // holds files under a read-only parent answers EACCES, not ENOTEMPTY.
+      const left = await readdir(absolute).catch(() => null);
+      if (left?.length === 0) stuck.set(dir, deleteFailure(error));
     });
   }
   return stuck.size === 0 ? results : results.map((result) => withStuckFolder(result, stuck));
 }
 
 /**
- * rmdir's answers for a folder that was not left empty (or is gone, or is no
- * folder any more): nothing to remove. Any other (EACCES, EROFS, EBUSY) leaves
- * an empty folder that the plan counted as removed.
+ * rmdir's answers that leave nothing of ours to remove: a folder that was
+ * not left empty (ENOTEMPTY, EEXIST on some systems), is gone or is no folder
+ * any more, or is a mount point (EBUSY), which is not the run's to remove. Any
+ * other (EACCES, EPERM, EROFS) on a folder that is empty leaves a folder that
+ * the plan counted as removed.
  */
-const FOLDER_NOT_LEFT_EMPTY = new Set(["ENOTEMPTY", "EEXIST", "ENOENT", "ENOTDIR"]);
+const NOT_OURS_TO_REMOVE = new Set(["ENOTEMPTY", "EEXIST", "ENOENT", "ENOTDIR", "EBUSY"]);
 
 /**
  * A delete whose emptied folder could not be removed fails too: its record
