@@ -67,6 +67,22 @@ describe("the CLI bundle (dist/cli)", () => {
     for (const name of named) assert.ok(present.has(name), `${name} is in dist/cli`);
   });
 
+  it("takes the AWS SDK from its ES module builds, which esbuild can trim", () => {
+    // The CommonJS build of the S3 client is built whole when the S3 driver
+    // loads: 1.09 MB against 309 KB (docs/performance.md, item 45).
+    const cjs = bundleFiles().flatMap(({ name, text }) =>
+      [...text.matchAll(/^\/\/ node_modules\/(@aws-sdk|@smithy)\/[\w-]+\/dist-cjs\//gm)].map(
+        (match) => `${name}: ${match[0]}`,
+      ),
+    );
+    assert.deepEqual(cjs, []);
+    const s3 = bundleFiles().find(({ text }) =>
+      text.includes("// node_modules/@aws-sdk/client-s3/"),
+    );
+    assert.ok(s3, "the S3 client is in the bundle");
+    assert.ok(s3.text.includes("// node_modules/@aws-sdk/client-s3/dist-es/"), s3.name);
+  });
+
   it("computes the render cache's keys from the same renderer code digest as dist/src", () => {
     const texts = bundleFiles().map((file) => file.text);
     const own = ownCodeDigest();

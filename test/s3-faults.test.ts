@@ -187,11 +187,15 @@ describe("S3 under faults", { concurrency: 3 }, () => {
       { ifMatch: first },
     );
     assert.notEqual(theirs, first);
-    proxy.errorNext(1, { status: 500, code: "InternalError" }, match);
+    // Every attempt answered 500 (the SDK's retry of a single one would get 412).
+    proxy.errorNext(Infinity, { status: 500, code: "InternalError" }, match);
+    const heads = () => proxy.requests.filter((r) => r.method === "HEAD").length;
+    const headsBefore = heads();
     await rejectsWithCodeOf(
       driver.write(".distributor.json", { type: "bytes", bytes: state }, { ifMatch: first }),
       "state_conflict",
     );
+    assert.ok(heads() > headsBefore, "the verdict came from a look at the object");
   });
 
   it("a multipart upload of changed bytes is source_invalid even when aborting it fails", async (t) => {
