@@ -204,8 +204,12 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
       if (NOT_OURS_TO_REMOVE.has(errnoCode(error) ?? "")) return;
       // Linux checks permissions before emptiness: a folder that still
       // holds files under a read-only parent answers EACCES, not ENOTEMPTY.
-      const left = await readdir(absolute).catch(() => null);
-      if (left?.length === 0) stuck.set(dir, deleteFailure(error));
+      // One we may not read is passed over too (a plan that counted it gone
+      // then fails at its write); any other readdir failure leaves it stuck.
+      const left = await readdir(absolute).catch((readError: unknown) =>
+        UNREADABLE.has(errnoCode(readError) ?? "") ? ["?"] : [],
+      );
+      if (left.length === 0) stuck.set(dir, deleteFailure(error));
     });
   }
   return stuck.size === 0 ? results : results.map((result) => withStuckFolder(result, stuck));
@@ -214,11 +218,14 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
 /**
  * rmdir's answers that leave nothing of ours to remove: a folder that was
  * not left empty (ENOTEMPTY, EEXIST on some systems), is gone or is no folder
- * any more, or is a mount point (EBUSY), which is not the run's to remove. Any
- * other (EACCES, EPERM, EROFS) on a folder that is empty leaves a folder that
- * the plan counted as removed.
+ * any more, or is in use (EBUSY: a mount point; on Windows also a folder
+ * another program has open), which is not the run's to remove. Any other
+ * (EACCES, EPERM, EROFS) on a folder that is empty leaves a folder that the
+ * plan counted as removed.
  */
 const NOT_OURS_TO_REMOVE = new Set(["ENOTEMPTY", "EEXIST", "ENOENT", "ENOTDIR", "EBUSY"]);
+/** readdir's answers for a folder that is gone or that we may not read. */
+const UNREADABLE = new Set(["EACCES", "EPERM", "ENOENT", "ENOTDIR"]);
 
 /**
  * A delete whose emptied folder could not be removed fails too: its record
