@@ -229,9 +229,9 @@ const UNREADABLE = new Set(["EACCES", "EPERM", "ENOENT", "ENOTDIR"]);
 
 /**
  * A delete whose emptied folder could not be removed fails too: its record
- * stays, so the next run tries again, and the run stops before its later
- * pairs, which may have been planned against a root without that folder
- * (run.ts, simulateApplied).
+ * stays (the next run tries again where that folder is the file's own), and
+ * the run stops before its later pairs, which may have been planned against
+ * a root without that folder (run.ts, simulateApplied).
  */
 function withStuckFolder(result: DeleteResult, stuck: ReadonlyMap<string, string>): DeleteResult {
   if (result.error !== undefined) return result;
