@@ -42,36 +42,29 @@ export function simulateApplied(
     entries.set(entry.path, entry);
     if (entry.type === "directory") folders = true;
   }
+  const written: string[] = [];
   for (const change of plan.changes) {
     if (change.output === undefined || change.change === "unchanged") continue;
     entries.set(change.path, { path: change.path, size: change.output.size, type: "file" });
+    written.push(change.path);
   }
   // Only filesystem listings name folders (S3 has none): most roots skip
   // this. A force leaves nothing but reserved names, and folders only for them.
   if (folders && plan.action !== "force_replace") {
-    const written = plan.changes.filter((c) => c.output !== undefined && c.change !== "unchanged");
-    unlistFolders(
-      entries,
-      [...removed, ...cleared],
-      written.map((c) => c.path),
-    );
+    unlistFolders(entries, [...removed, ...cleared, ...written]);
   }
   return { state: { class: "valid", state: plan.finalState }, listing: [...entries.values()] };
 }
 
 /**
  * A listing names a folder only while it is empty (the filesystem walk).
- * One that an output was written into is no longer listed; nor is one
- * above a deleted path, which the driver removes once its deletes leave it
- * empty (filesystem.ts, deletePaths), also when the path was already gone
- * (a killed run deleted the file and not its folder).
+ * One above `paths` is no longer listed: an output was written into it,
+ * or it is above a deleted path, and the driver removes it once its
+ * deletes leave it empty (filesystem.ts, deletePaths), also when the path
+ * was already gone (a killed run deleted the file and not its folder).
  */
-function unlistFolders(
-  entries: Map<string, StorageEntry>,
-  deleted: readonly string[],
-  written: readonly string[],
-): void {
-  for (const path of [...deleted, ...written]) {
+function unlistFolders(entries: Map<string, StorageEntry>, paths: readonly string[]): void {
+  for (const path of paths) {
     for (const dir of ancestorsOf(path)) {
       if (entries.get(dir)?.type === "directory") entries.delete(dir);
     }
