@@ -104,6 +104,57 @@ describe("readRoot", () => {
       ],
     );
   });
+
+  /**
+   * A filesystem root dressed as a remote one (S3's capability), whose state
+   * read answers only after a few turns of the event loop, as a request would.
+   */
+  function remoteRoot(
+    root: string,
+    events: string[],
+    listing?: () => Promise<never>,
+  ): StorageDriver {
+    const local = createFilesystemDriver({ root });
+    return Object.assign(Object.create(local) as StorageDriver, {
+      capabilities: { ...local.capabilities, remote: true },
+      async read(relative: string) {
+        events.push("read asked");
+        for (let turn = 0; turn < 5; turn++) await setImmediate();
+        events.push("read answered");
+        return local.read(relative);
+      },
+      list() {
+        events.push("list asked");
+        return listing ? listing() : local.list();
+      },
+    });
+  }
+
+  test("a remote root: the listing is asked for while the state read is in flight", async () => {
+    const root = await rootWith({ [STATE_FILE]: serializeState(stateWith(2)), "a.txt": "a" });
+    const events: string[] = [];
+    const snapshot = await readRoot(remoteRoot(root, events));
+    assert.deepEqual(events, ["list asked", "read asked", "read answered"]);
+    assert.equal(snapshot.state.class, "valid");
+    assert.deepEqual(snapshot.listing, await createFilesystemDriver({ root }).list());
+  });
+
+  test("a remote root whose listing fails while the state is read: that failure, raised once", async () => {
+    const root = await rootWith({ [STATE_FILE]: serializeState(stateWith(2)) });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const events: string[] = [];
+      const failing = () => Promise.reject(new Error("503 SlowDown"));
+      await assert.rejects(readRoot(remoteRoot(root, events, failing)), /SlowDown/);
+      await setTimeout(20);
+      assert.deepEqual(events, ["list asked", "read asked", "read answered"]);
+      assert.deepEqual(unhandled, [], "the listing's failure waited for readRoot to report it");
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
 });
 
 describe("EarlyStates", () => {

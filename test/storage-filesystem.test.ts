@@ -86,7 +86,11 @@ describe("filesystem driver: construction and listing", () => {
 
   it("declares emulated conditional writes and per-path deletes", () => {
     const driver = createFilesystemDriver({ root: path.join(os.tmpdir(), "x") });
-    assert.deepEqual(driver.capabilities, { conditionalWrite: false, batchDelete: false });
+    assert.deepEqual(driver.capabilities, {
+      conditionalWrite: false,
+      batchDelete: false,
+      remote: false,
+    });
     assert.equal(driver.root, path.join(os.tmpdir(), "x"));
   });
 

@@ -37,14 +37,20 @@ function listAlongside(stateBytes: number): boolean {
 }
 
 /**
- * The root's listing and classified state, read under the run's lock. The
- * state is read first, and parsed while the root is listed: for 100,000
+ * The root's listing and classified state, read under the run's lock. On a
+ * filesystem the state is read first, and parsed while the root is listed: for 100,000
  * outputs both take 0.5-1 s, and a filesystem listing can run on another
  * thread (ListOptions.busyHere). A state classified early from the same
  * bytes (see early-state.ts) is not parsed again; the listing is then shared
  * with this thread at once.
  */
 export async function readRoot(driver: StorageDriver, early?: EarlyStates): Promise<RootSnapshot> {
+  // On a remote root the two requests go out together: each is a round trip
+  // (about 50 ms on the local test server, whose small response bodies wait
+  // out a delayed ACK), and neither depends on the other.
+  const remoteListing = driver.capabilities.remote ? driver.list() : null;
+  // Its failure is reported when it is awaited below, not as unhandled meanwhile.
+  remoteListing?.catch(() => {});
   let stored: StoredBytes | null = null;
   let readError: { error: unknown } | null = null;
   try {
@@ -53,7 +59,8 @@ export async function readRoot(driver: StorageDriver, early?: EarlyStates): Prom
     // A symlink or special file is never read; the listing says which it was.
     readError = { error };
   }
-  const listingPromise = driver.list({ busyHere: listAlongside(stored?.bytes.byteLength ?? 0) });
+  const listingPromise =
+    remoteListing ?? driver.list({ busyHere: listAlongside(stored?.bytes.byteLength ?? 0) });
   const foldsCasePromise = driver.foldsCase?.() ?? Promise.resolve(false);
   // Parsing throws nothing (bad bytes classify as invalid), so the listing
   // promise is always awaited below.

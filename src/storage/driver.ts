@@ -59,6 +59,14 @@ export interface StorageCapabilities {
   conditionalWrite: boolean;
   /** `deleteMany` is one request per batch rather than one per path. */
   batchDelete: boolean;
+  /**
+   * Each call is a request over the network that costs this process little
+   * CPU: independent reads gain by being in flight together (the executor
+   * reads the state and lists the root at once). A filesystem's calls are
+   * CPU and kernel work on these cores instead, where running them together
+   * measured slower (docs/performance.md, 5b).
+   */
+  remote: boolean;
 }
 
 /** What a driver recorded about an object without reading its bytes (see `storedDigest`). */

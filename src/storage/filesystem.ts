@@ -83,7 +83,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
   const root = path.resolve(options.root);
   const driver = {
     root,
-    capabilities: { conditionalWrite: false, batchDelete: false },
+    capabilities: { conditionalWrite: false, batchDelete: false, remote: false },
     writeConcurrency: FS_WRITE_CONCURRENCY,
     list: (listOptions: ListOptions = {}) =>
       listOptions.busyHere ? walkTreeOffThread(root) : walkTree(root),

@@ -96,7 +96,11 @@ class S3Driver implements StorageDriver {
    * then emulates conditions (read, compare, write). Read-only commands and
    * dry runs never probe, since they never write.
    */
-  readonly capabilities: StorageCapabilities = { conditionalWrite: true, batchDelete: true };
+  readonly capabilities: StorageCapabilities = {
+    conditionalWrite: true,
+    batchDelete: true,
+    remote: true,
+  };
   /** One write per connection the client may open (`max_concurrency`). */
   readonly writeConcurrency: number;
   private probe: Promise<boolean> | undefined;
