@@ -26,7 +26,10 @@ export interface Comparison {
   anchor: Contender;
   /** Human target, e.g. "≤ 1.25×". */
   target: string;
-  /** Met when subject/anchor ≤ ratioMax (or ≥ ratioMin). */
+  /**
+   * Met when subject/anchor ≤ ratioMax (or ≥ ratioMin). With neither the row
+   * is context for another (met: n/a), not a target of issue #5.
+   */
   ratioMax?: number;
   ratioMin?: number;
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { markdownTable, type Row, spreadNote } from "./_report.js";
+import { markdownTable, type Row, ratioMet, spreadNote } from "./_report.js";
 
 test("spreadNote flags samples 1.5x or more apart, and only those", () => {
   assert.equal(spreadNote([4.7, 42, 11.7], "s"), "4.70–42.00 s: the median may not be typical");
@@ -35,4 +35,13 @@ test("the table shows each side's CPU seconds, a dash when unknown", () => {
   const table = markdownTable([row]);
   assert.match(table, /\| CPU s \(distributor \/ anchor\) \|/);
   assert.match(table, /\| 160 \| 3\.50 \/ — \| server CPU 1\.90 s \/ 3\.10 s \|$/);
+});
+
+test("ratioMet: a lower or an upper bound, and n/a for a row without one or without a ratio", () => {
+  assert.equal(ratioMet(0.85, { ratioMin: 0.8 }), true);
+  assert.equal(ratioMet(0.79, { ratioMin: 0.8 }), false);
+  assert.equal(ratioMet(1.25, { ratioMax: 1.25 }), true);
+  assert.equal(ratioMet(1.26, { ratioMax: 1.25 }), false);
+  assert.equal(ratioMet(0.5, {}), null, "a context row has no target to meet");
+  assert.equal(ratioMet(null, { ratioMax: 1.25 }), null);
 });

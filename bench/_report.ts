@@ -27,6 +27,17 @@ export interface Row {
   notes: string[];
 }
 
+/** Whether `ratio` meets the bounds; null when it is unknown or there is no bound. */
+export function ratioMet(
+  ratio: number | null,
+  bounds: { ratioMin?: number; ratioMax?: number },
+): boolean | null {
+  if (ratio === null) return null;
+  if (bounds.ratioMin !== undefined) return ratio >= bounds.ratioMin;
+  if (bounds.ratioMax !== undefined) return ratio <= bounds.ratioMax;
+  return null;
+}
+
 function num(value: number | null, digits = 2): string {
   return value === null || Number.isNaN(value) ? "—" : value.toFixed(digits);
 }

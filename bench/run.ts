@@ -20,7 +20,7 @@ import {
   warmFiles,
   warmPageCache,
 } from "./_measure.js";
-import { markdownTable, type Row, spreadNote } from "./_report.js";
+import { markdownTable, type Row, ratioMet, spreadNote } from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
@@ -134,12 +134,7 @@ function rowOf(
   const peakRssMb = subject.rss.length > 0 ? Math.max(...subject.rss) : null;
   const notes = [...subject.notes, ...(anchor?.notes ?? [])];
   if (!anchor) notes.push(`${comparison.anchor.requires} is not installed: anchor skipped`);
-  let met: boolean | null =
-    ratio === null
-      ? null
-      : comparison.ratioMin !== undefined
-        ? ratio >= comparison.ratioMin
-        : ratio <= (comparison.ratioMax ?? Infinity);
+  let met = ratioMet(ratio, comparison);
   let target = comparison.target;
   if (bench.rssLimitMb !== undefined) {
     target += `, RSS ≤ ${bench.rssLimitMb} MB`;
