@@ -18,6 +18,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { DistributorError, LockedError } from "../src/errors.js";
 import { readRoot, readState } from "../src/execution/root-io.js";
+import { listKeys } from "../src/storage/_s3-keys.js";
 import { createS3Driver, type S3DriverOptions } from "../src/storage/s3.js";
 import {
   createTestBucket,
@@ -135,6 +136,52 @@ describe("list, stat, read", () => {
       .map((name) => ({ path: name, size: Buffer.byteLength(name), type: "file" as const }))
       .sort((x, y) => x.path.localeCompare(y.path));
     assert.deepEqual(listed, expected);
+  });
+
+  test("a listing of many pages, split by folder or not, has every key once, in S3's order", async () => {
+    // Keys around the folder boundaries: "-" sorts before "/", "0" after it;
+    // U+FF5E sorts before an emoji in UTF-8 but after it in UTF-16.
+    const names = [
+      ".distributor.json",
+      "a.txt",
+      "b-x.txt",
+      ...["1", "2", "3", "4", "5", "6"].map((n) => `b/${n}.txt`),
+      "b/c/7.txt",
+      "b0.txt",
+      "c/1.txt",
+      "d/1.txt",
+      "e/1.txt",
+      "f/1.txt",
+      "g/1.txt",
+      "z.txt",
+      "é/1.txt",
+      "\uFF5E/1.txt",
+      "😀/1.txt",
+    ];
+    const d = driver("split");
+    for (const name of names) await d.write(name, { type: "bytes", bytes: bytes(name) });
+    const flat = (await listKeys(raw, bucket, { prefix: "split/" })).map((o) => o.key);
+    assert.equal(flat.length, names.length);
+    assert.deepEqual(
+      flat,
+      [...flat].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      "S3 lists by UTF-8 bytes",
+    );
+    // Small pages: a first page in one folder, one that ends inside b/, and
+    // ones that span more folders than are worth splitting.
+    for (let pageSize = 1; pageSize <= 14; pageSize++) {
+      const split = await listKeys(raw, bucket, { prefix: "split/", pageSize, concurrency: 4 });
+      assert.deepEqual(
+        split.map((o) => o.key),
+        flat,
+        `page size ${pageSize}`,
+      );
+    }
+    const listed = await driver("split", { listPageSize: 5, maxConcurrency: 4 }).list();
+    assert.deepEqual(
+      listed.map((entry) => entry.path),
+      flat.map((key) => key.slice("split/".length)),
+    );
   });
 
   test("keys that are not clean paths are not listed, and deleteMany of the rest leaves them", async () => {

@@ -4,8 +4,9 @@
  * 1000 keys per request; an already-missing key is a success).
  */
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { mapLimit } from "../concurrency.js";
 import { DistributorError } from "../errors.js";
-import { cleanPathProblem, RESERVED_PREFIX } from "../paths.js";
+import { cleanPathProblem, compareUtf8, RESERVED_PREFIX } from "../paths.js";
 import { storageError } from "./_s3-errors.js";
 
 const DELETE_BATCH = 1000;
@@ -126,27 +127,149 @@ export interface ListedObject {
   size: number;
 }
 
-/** Every object whose key starts with `prefix` ("" = the whole bucket), page by page. */
+/**
+ * How many top-level folders the first page of a listing may fall in for the
+ * rest to be listed folder by folder: with more, the folders hold a few
+ * hundred keys or fewer each, and a request per folder would cost more round
+ * trips than the pages it saves.
+ */
+const FOLDERS_WORTH_SPLITTING = 4;
+
+interface ListOptions {
+  prefix: string;
+  pageSize?: number;
+  /**
+   * Requests in flight when a listing of more than one page is split by
+   * top-level folder (1: never split).
+   */
+  concurrency?: number;
+}
+
+/**
+ * Every object whose key starts with `prefix` ("" = the whole bucket), in
+ * key order (S3's: by UTF-8 bytes).
+ *
+ * S3 hands out one listing's pages one after another, each a round trip
+ * (about 60-110 ms for 1,000 keys on the local test server). A listing longer
+ * than one page whose first page falls in few top-level folders goes on
+ * folder by folder, `concurrency` folders at once: 8,000 keys in 8 folders
+ * took 260-313 ms that way against 362-563 ms page after page there (five
+ * alternating rounds), and against a remote server round trips weigh more.
+ */
 export async function listKeys(
   client: S3Client,
   bucket: string,
-  options: { prefix: string; pageSize?: number },
+  options: ListOptions,
 ): Promise<ListedObject[]> {
-  const objects: ListedObject[] = [];
-  let token: string | undefined;
-  do {
-    const page = await client.send(
-      new ListObjectsV2Command({
-        Bucket: bucket,
-        Prefix: options.prefix || undefined,
-        ContinuationToken: token,
-        MaxKeys: options.pageSize,
+  const { prefix, pageSize } = options;
+  const first = await listPage(client, bucket, { prefix, pageSize });
+  const last = first.objects.at(-1)?.key;
+  if (first.next === undefined || last === undefined) return first.objects;
+  const folders = new Set(first.objects.map((object) => topFolder(prefix, object.key)));
+  if ((options.concurrency ?? 1) < 2 || folders.size > FOLDERS_WORTH_SPLITTING) {
+    const rest = await listPages(client, bucket, { prefix, pageSize, token: first.next });
+    return first.objects.concat(rest.objects);
+  }
+  return first.objects.concat(await listAfter(client, bucket, last, options));
+}
+
+/**
+ * The keys after `last` under `options.prefix`, listed by top-level folder:
+ * the keys directly under the prefix and the folders come from one listing
+ * with a delimiter; a folder whose keys all sort before `last` is skipped,
+ * the one holding `last` is listed from there on, the later ones in full.
+ */
+async function listAfter(
+  client: S3Client,
+  bucket: string,
+  last: string,
+  options: ListOptions,
+): Promise<ListedObject[]> {
+  const { prefix, pageSize } = options;
+  const level = await listPages(client, bucket, { prefix, pageSize, delimiter: "/" });
+  // A folder that sorts before `last` without holding it holds only keys
+  // before it: they differ at a character inside the folder's name.
+  const later = level.folders.filter(
+    (folder) => last.startsWith(folder) || compareUtf8(folder, last) > 0,
+  );
+  const parts = await mapLimit(
+    later,
+    (folder) =>
+      listPages(client, bucket, {
+        prefix: folder,
+        pageSize,
+        startAfter: last.startsWith(folder) ? last : undefined,
       }),
-    );
-    for (const object of page.Contents ?? []) {
-      if (object.Key !== undefined) objects.push({ key: object.Key, size: object.Size ?? 0 });
-    }
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    { limit: options.concurrency },
+  );
+  const tail = level.objects.filter((object) => compareUtf8(object.key, last) > 0);
+  for (const part of parts) tail.push(...part.objects);
+  return tail.sort((a, b) => compareUtf8(a.key, b.key));
+}
+
+/** `prefix` plus the key's first segment and `/`, or "" for a key directly under the prefix. */
+function topFolder(prefix: string, key: string): string {
+  const slash = key.indexOf("/", prefix.length);
+  return slash < 0 ? "" : key.slice(0, slash + 1);
+}
+
+interface Page {
+  objects: ListedObject[];
+  folders: string[];
+  /** The continuation token; undefined on the last page. */
+  next: string | undefined;
+}
+
+/** One ListObjectsV2 request: `startAfter` applies to a listing's first page only. */
+interface ListRequest {
+  prefix: string;
+  pageSize?: number;
+  token?: string;
+  startAfter?: string;
+  /** "/": keys below a folder are rolled up into the folder (`CommonPrefixes`). */
+  delimiter?: "/";
+}
+
+async function listPage(client: S3Client, bucket: string, request: ListRequest): Promise<Page> {
+  const page = await client.send(
+    new ListObjectsV2Command({
+      Bucket: bucket,
+      Prefix: request.prefix || undefined,
+      ContinuationToken: request.token,
+      StartAfter: request.token === undefined ? request.startAfter : undefined,
+      Delimiter: request.delimiter,
+      MaxKeys: request.pageSize,
+    }),
+  );
+  const objects: ListedObject[] = [];
+  for (const object of page.Contents ?? []) {
+    if (object.Key !== undefined) objects.push({ key: object.Key, size: object.Size ?? 0 });
+  }
+  const folders: string[] = [];
+  for (const common of page.CommonPrefixes ?? []) {
+    if (common.Prefix !== undefined) folders.push(common.Prefix);
+  }
+  return { objects, folders, next: page.IsTruncated ? page.NextContinuationToken : undefined };
+}
+
+/**
+ * Every page of one listing, from `token` or `startAfter` on, one after
+ * another. With a delimiter: the keys directly under `prefix` and its
+ * top-level folders (`<prefix><name>/`).
+ */
+async function listPages(
+  client: S3Client,
+  bucket: string,
+  request: ListRequest,
+): Promise<Omit<Page, "next">> {
+  const objects: ListedObject[] = [];
+  const folders: string[] = [];
+  let token = request.token;
+  do {
+    const page = await listPage(client, bucket, { ...request, token });
+    objects.push(...page.objects);
+    folders.push(...page.folders);
+    token = page.next;
   } while (token !== undefined);
-  return objects;
+  return { objects, folders };
 }

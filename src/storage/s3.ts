@@ -330,7 +330,12 @@ class S3Driver implements StorageDriver {
   }
 
   private listObjects(): Promise<ListedObject[]> {
-    const options = { prefix: this.keys.keyPrefix, pageSize: this.listPageSize };
+    const options = {
+      prefix: this.keys.keyPrefix,
+      pageSize: this.listPageSize,
+      // As many listings in flight as writes: both are bound by the connections.
+      concurrency: this.writeConcurrency,
+    };
     return listKeys(this.client, this.keys.bucket, options).catch((error: unknown) => {
       throw this.keys.failure(error, "ListObjectsV2");
     });
