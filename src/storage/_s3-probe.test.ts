@@ -77,49 +77,4 @@ describe("probeConditionalWrites", () => {
     await assert.rejects(probeConditionalWrites(store), /SlowDown/);
     assert.equal(removed.length, 1);
   });
-
-  it("sends the two checks together, and removes the object only once both have settled", async () => {
-    // Each check waits for the test to answer it: both must be asked before
-    // either is answered, and the cleanup must not overtake the slower one.
-    const pending: Array<{ ifMatch: string | null; answer: (refused: boolean) => void }> = [];
-    const events: string[] = [];
-    let first = true;
-    const store: ProbeStore = {
-      put(_path, ifMatch) {
-        if (first) {
-          first = false;
-          return Promise.resolve("written");
-        }
-        return new Promise((resolve, reject) => {
-          pending.push({
-            ifMatch,
-            answer: (refused) => {
-              events.push(`settled ${ifMatch === null ? "if-none-match" : "if-match"}`);
-              if (ifMatch === null) reject(new Error("503 SlowDown"));
-              else resolve(refused ? "refused" : "written");
-            },
-          });
-        });
-      },
-      async remove() {
-        events.push("remove");
-      },
-    };
-    const probe = probeConditionalWrites(store);
-    const outcome = assert.rejects(probe, /SlowDown/);
-    for (let turn = 0; turn < 50 && pending.length < 2; turn++) {
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    assert.equal(pending.length, 2, "both checks are in flight before either is answered");
-    assert.deepEqual(
-      pending.map((check) => check.ifMatch === null),
-      [true, false],
-    );
-    pending[0]?.answer(true); // the If-None-Match check fails first
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(events, ["settled if-none-match"], "no cleanup while a PUT is in flight");
-    pending[1]?.answer(true);
-    await outcome;
-    assert.deepEqual(events, ["settled if-none-match", "settled if-match", "remove"]);
-  });
 });
