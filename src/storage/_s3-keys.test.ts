@@ -10,7 +10,7 @@ import { listKeys } from "./_s3-keys.js";
  * results are checked against the real server in test/storage-s3.test.ts;
  * this checks which requests it makes.
  */
-function fakeBucket(keys: string[]) {
+function fakeBucket(keys: string[], options: { emptyFirstPage?: boolean } = {}) {
   const sorted = [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const requests: { prefix: string; delimiter: boolean }[] = [];
   let inFlight = 0;
@@ -20,6 +20,10 @@ function fakeBucket(keys: string[]) {
       const input = command.input;
       const prefix = input.Prefix ?? "";
       requests.push({ prefix, delimiter: input.Delimiter !== undefined });
+      if (options.emptyFirstPage && requests.length === 1) {
+        // S3 may answer a page with fewer keys than asked for, even none.
+        return { Contents: [], IsTruncated: true, NextContinuationToken: "" };
+      }
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
       await new Promise((resolve) => setTimeout(resolve, 1));
@@ -76,21 +80,72 @@ describe("listKeys", () => {
     assert.ok(bucket.requests.length <= 27, `${bucket.requests.length} requests`);
   });
 
-  it("goes on page by page when the first page spans many folders, or with one connection", async () => {
-    const keys = range(60, (f) =>
-      range(3, (k) => `root/f${String(f).padStart(2, "0")}/${k}`),
-    ).flat();
-    for (const concurrency of [8, 1]) {
-      const bucket = fakeBucket(keys);
-      const pageSize = concurrency === 8 ? 15 : 200; // 15 keys span 5 folders, 200 all 60
-      const listed = await listKeys(bucket.client, "b", { prefix: "root/", pageSize, concurrency });
+  /** Lists `keys` under root/ and checks the result and that it went page by page. */
+  async function assertPageByPage(
+    keys: string[],
+    options: { pageSize: number; concurrency: number; delimiterPages?: number },
+  ) {
+    const bucket = fakeBucket(keys);
+    const listed = await listKeys(bucket.client, "b", { prefix: "root/", ...options });
+    assert.deepEqual(
+      listed.map((object) => object.key),
+      bucket.sorted,
+    );
+    assert.equal(bucket.maxInFlight(), 1, "one request at a time");
+    const flatPages = Math.ceil(keys.length / options.pageSize);
+    const delimited = bucket.requests.filter((request) => request.delimiter).length;
+    assert.equal(delimited, options.delimiterPages ?? 0, "folders asked for");
+    assert.equal(bucket.requests.length, flatPages + delimited);
+  }
+
+  it("goes on page by page when the first page spans many folders", async () => {
+    const keys = range(60, (f) => range(3, (k) => `root/f${String(f).padStart(2, "0")}/${k}`));
+    // 15 keys span 5 folders.
+    await assertPageByPage(keys.flat(), { pageSize: 15, concurrency: 8 });
+  });
+
+  it("goes on page by page with one connection", async () => {
+    const keys = range(2, (f) => range(50, (k) => `root/f${f}/${String(k).padStart(2, "0")}`));
+    await assertPageByPage(keys.flat(), { pageSize: 10, concurrency: 1 });
+  });
+
+  it("goes on page by page when many small folders follow a first page in one", async () => {
+    // A site: assets first, then a folder per page. Split, it would take a
+    // request per folder (200) instead of 23 pages.
+    const keys = [
+      ...range(30, (k) => `root/assets/${String(k).padStart(2, "0")}.css`),
+      ...range(200, (p) => `root/p${String(p).padStart(3, "0")}/index.html`),
+    ];
+    // Two pages of the delimiter listing (10 entries each) name more than
+    // 4 x 4 folders: it stops there.
+    await assertPageByPage(keys, { pageSize: 10, concurrency: 4, delimiterPages: 2 });
+  });
+
+  it("a root without folders costs no request more than page by page", async () => {
+    const keys = range(45, (k) => `root/${String(k).padStart(2, "0")}.txt`);
+    const bucket = fakeBucket(keys);
+    const listed = await listKeys(bucket.client, "b", {
+      prefix: "root/",
+      pageSize: 10,
+      concurrency: 8,
+    });
+    assert.equal(listed.length, 45);
+    assert.equal(bucket.requests.length, 5);
+  });
+
+  it("goes on after a first page that is empty but not the last", async () => {
+    const keys = range(3, (f) => range(12, (k) => `root/f${f}/${String(k).padStart(2, "0")}`));
+    for (const concurrency of [1, 8]) {
+      const bucket = fakeBucket(keys.flat(), { emptyFirstPage: true });
+      const listed = await listKeys(bucket.client, "b", {
+        prefix: "root/",
+        pageSize: 10,
+        concurrency,
+      });
       assert.deepEqual(
         listed.map((object) => object.key),
         bucket.sorted,
-      );
-      assert.equal(bucket.maxInFlight(), 1);
-      assert.ok(
-        bucket.requests.every((request) => !request.delimiter && request.prefix === "root/"),
+        `concurrency ${concurrency}`,
       );
     }
   });
