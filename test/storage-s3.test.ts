@@ -169,13 +169,18 @@ describe("list, stat, read", () => {
     );
     // Small pages: a first page in one folder, one that ends inside b/, and
     // ones that span more folders than are worth splitting.
-    for (let pageSize = 1; pageSize <= 14; pageSize++) {
-      const split = await listKeys(raw, bucket, { prefix: "split/", pageSize, concurrency: 4 });
-      assert.deepEqual(
-        split.map((o) => o.key),
-        flat,
-        `page size ${pageSize}`,
-      );
+    // Two at once: the folders never fit in one round, and the listing
+    // goes on page by page after asking for them; sixteen: they do whenever
+    // their names fit in one page, and it goes on folder by folder.
+    for (const concurrency of [2, 16]) {
+      for (let pageSize = 1; pageSize <= 14; pageSize++) {
+        const split = await listKeys(raw, bucket, { prefix: "split/", pageSize, concurrency });
+        assert.deepEqual(
+          split.map((o) => o.key),
+          flat,
+          `page size ${pageSize}, ${concurrency} at once`,
+        );
+      }
     }
     const listed = await driver("split", { listPageSize: 5, maxConcurrency: 4 }).list();
     assert.deepEqual(

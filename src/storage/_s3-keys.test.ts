@@ -22,7 +22,7 @@ function fakeBucket(keys: string[], options: { emptyFirstPage?: boolean } = {}) 
       requests.push({ prefix, delimiter: input.Delimiter !== undefined });
       if (options.emptyFirstPage && requests.length === 1) {
         // S3 may answer a page with fewer keys than asked for, even none.
-        return { Contents: [], IsTruncated: true, NextContinuationToken: "" };
+        return { Contents: [], IsTruncated: true, NextContinuationToken: "\u0000" };
       }
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -57,26 +57,30 @@ function fakeBucket(keys: string[], options: { emptyFirstPage?: boolean } = {}) 
 const range = <T>(count: number, item: (index: number) => T): T[] =>
   Array.from({ length: count }, (_, index) => item(index));
 
+/** Lists root/ of `bucket` and checks that every key under it came back once, in order. */
+async function assertListsRoot(
+  bucket: ReturnType<typeof fakeBucket>,
+  options: { pageSize: number; concurrency: number },
+): Promise<void> {
+  const listed = await listKeys(bucket.client, "b", { prefix: "root/", ...options });
+  assert.deepEqual(
+    listed.map((object) => object.key),
+    bucket.sorted.filter((key) => key.startsWith("root/")),
+  );
+}
+
 describe("listKeys", () => {
   it("lists a root of a few large folders by folder, several at once", async () => {
     const keys = range(6, (f) => range(40, (k) => `root/f${f}/k${k}.txt`)).flat();
     const bucket = fakeBucket([...keys, "root/top.txt", "other/x.txt"]);
-    const listed = await listKeys(bucket.client, "b", {
-      prefix: "root/",
-      pageSize: 10,
-      concurrency: 4,
-    });
-    assert.deepEqual(
-      listed.map((object) => object.key),
-      bucket.sorted.filter((key) => key.startsWith("root/")),
-    );
+    await assertListsRoot(bucket, { pageSize: 10, concurrency: 8 });
     assert.ok(
       bucket.requests.some((request) => request.delimiter),
       "the folders were asked for",
     );
-    assert.equal(bucket.maxInFlight(), 4, "four folders listed at once");
+    assert.equal(bucket.maxInFlight(), 6, "the six folders listed at once");
     // Page after page takes 25 requests, one at a time; by folder about as
-    // many (the first page, the folders, each folder's pages), four at a time.
+    // many (the first page, the folders, each folder's pages), side by side.
     assert.ok(bucket.requests.length <= 27, `${bucket.requests.length} requests`);
   });
 
@@ -116,21 +120,44 @@ describe("listKeys", () => {
       ...range(30, (k) => `root/assets/${String(k).padStart(2, "0")}.css`),
       ...range(200, (p) => `root/p${String(p).padStart(3, "0")}/index.html`),
     ];
-    // Two pages of the delimiter listing (10 entries each) name more than
-    // 4 x 4 folders: it stops there.
-    await assertPageByPage(keys, { pageSize: 10, concurrency: 4, delimiterPages: 2 });
+    // The delimiter listing names more than one page of folders: it stops there.
+    await assertPageByPage(keys, { pageSize: 10, concurrency: 4, delimiterPages: 1 });
   });
 
-  it("a root without folders costs no request more than page by page", async () => {
-    const keys = range(45, (k) => `root/${String(k).padStart(2, "0")}.txt`);
-    const bucket = fakeBucket(keys);
-    const listed = await listKeys(bucket.client, "b", {
-      prefix: "root/",
-      pageSize: 10,
-      concurrency: 8,
-    });
-    assert.equal(listed.length, 45);
-    assert.equal(bucket.requests.length, 5);
+  it("goes on page by page when more folders follow than one round lists", async () => {
+    // Ten one-key folders after a first page in one: split, that would be
+    // ten requests for what two pages hold.
+    const keys = [
+      ...range(30, (k) => `root/assets/${String(k).padStart(2, "0")}.css`),
+      ...range(10, (p) => `root/p${p}/index.html`),
+    ];
+    await assertPageByPage(keys, { pageSize: 12, concurrency: 4, delimiterPages: 1 });
+  });
+
+  it("a root without folders costs at most one request more than page by page", async () => {
+    // Two pages: the delimiter listing's one page is the second. More: it
+    // is read in vain once, and the rest goes page by page.
+    for (const [count, requests] of [
+      [15, 2],
+      [45, 6],
+    ] as const) {
+      const keys = range(count, (k) => `root/${String(k).padStart(2, "0")}.txt`);
+      const bucket = fakeBucket(keys);
+      await assertListsRoot(bucket, { pageSize: 10, concurrency: 8 });
+      assert.equal(bucket.requests.length, requests, `${count} keys`);
+    }
+  });
+
+  it("fails on a truncated page without a continuation token, instead of stopping there", async () => {
+    const truncated = {
+      async send() {
+        return { Contents: [{ Key: "root/a", Size: 1 }], IsTruncated: true };
+      },
+    } as unknown as S3Client;
+    await assert.rejects(
+      listKeys(truncated, "b", { prefix: "root/" }),
+      /truncated page without a continuation token/,
+    );
   });
 
   it("goes on after a first page that is empty but not the last", async () => {
