@@ -151,11 +151,11 @@ interface ListOptions {
  * S3 hands out one listing's pages one after another, each a round trip
  * (about 60-110 ms for 1,000 keys on the local test server). A listing longer
  * than one page whose first page falls in few top-level folders, with few
- * folders after it, goes on folder by folder, `concurrency` folders at once:
- * 8,000 keys in 8 folders took 258-431 ms (median 306) that way against
- * 325-604 ms (median 399) page after page there (seven alternating rounds),
+ * folders after it, goes on folder by folder, all of them at once:
+ * 8,000 keys in 8 folders took 217-640 ms (median 313) that way against
+ * 336-710 ms (median 399) page after page there (seven alternating rounds),
  * and against a remote server round trips weigh more. Otherwise it goes on
- * page by page.
+ * page by page (see listAfter).
  */
 export async function listKeys(
   client: S3Client,
