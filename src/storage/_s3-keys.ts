@@ -186,7 +186,7 @@ export async function listKeys(
  * page of names, or more folders than one round, and the rest goes page by
  * page: many small folders would cost a request each, and paging through
  * the names would cost what it saves (a review's examples: `assets/` and 63
- * one-page folders, 66 requests against 2; 50,000 keys directly under the
+ * one-key folders, 66 requests against 2; 50,000 keys directly under the
  * prefix, every page of them read twice).
  */
 async function listAfter(
