@@ -132,12 +132,17 @@ test("ancestorsOf and hasReservedSegment agree with splitting on /", () => {
   assert.equal(hasReservedSegment("a/x.distributor.y"), false);
 });
 
-test("baseName and isTempPath look at the last segment only", () => {
+test("baseName takes the last segment; isTempPath finds a temp name in any segment", () => {
   assert.equal(baseName("a/b/c.txt"), "c.txt");
   assert.equal(baseName("top"), "top");
   assert.equal(isTempPath("docs/.distributor.tmp-x1"), true);
-  assert.equal(isTempPath(".distributor.tmp-x1/inside.txt"), false);
+  assert.equal(isTempPath(".distributor.tmp-x1"), true);
+  // Inside a temporary folder (a new folder not yet renamed into place).
+  assert.equal(isTempPath(".distributor.tmp-x1/inside.txt"), true);
+  assert.equal(isTempPath("a/.distributor.tmp-x1/b/inside.txt"), true);
   assert.equal(isTempPath("docs/x.distributor.tmp-1"), false);
+  assert.equal(isTempPath("docs/x.distributor.tmp-1/y"), false);
+  assert.equal(isTempPath("docs/.distributor.json"), false);
 });
 
 test("inRoot joins a name under a directory root and an S3 root, which ends with a slash", () => {

@@ -8,7 +8,11 @@
 export const RESERVED_PREFIX = ".distributor.";
 export const STATE_FILE = ".distributor.json";
 export const LOCK_FILE = ".distributor.lock";
-/** Temporary files are `<dir>/.distributor.tmp-<random>`; stale ones may be removed under the lock. */
+/**
+ * Temporary files are `<dir>/.distributor.tmp-<random>`, and so are the
+ * folders a new folder is written in before it is renamed into place
+ * (storage/_fs-staging.ts); stale ones may be removed under the lock.
+ */
 export const TEMP_PREFIX = ".distributor.tmp-";
 
 /** The last segment of a relative `/` path: `baseName("a/b.txt") === "b.txt"`. */
@@ -16,9 +20,12 @@ export function baseName(relativePath: string): string {
   return relativePath.slice(relativePath.lastIndexOf("/") + 1);
 }
 
-/** Whether the path names a temporary file of the tool (`.../.distributor.tmp-*`). */
+/**
+ * Whether the path is a temporary file or folder of the tool, or inside one:
+ * any segment starts with `.distributor.tmp-`.
+ */
 export function isTempPath(relativePath: string): boolean {
-  return baseName(relativePath).startsWith(TEMP_PREFIX);
+  return relativePath.startsWith(TEMP_PREFIX) || relativePath.includes(`/${TEMP_PREFIX}`);
 }
 
 const MAX_PATH_BYTES = 1024;

@@ -6,9 +6,10 @@
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
-import { lstat, readFile, stat } from "node:fs/promises";
+import { lstat, readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { TEMP_PREFIX } from "../src/paths.js";
 import { classifyState, type StateInput } from "../src/state/read.js";
 import {
   cleanupTempDirs,
@@ -98,7 +99,24 @@ interface KillPoint {
   delayMs?: number;
 }
 
-const firstCreate = (target: 1 | 2) => exists(path.join(root, target === 1 ? "extra" : "fresh"));
+/** The new folder (`extra/` for v1, `fresh/` for v2) is in place. */
+const newFolderIn = (target: 1 | 2) => exists(path.join(root, target === 1 ? "extra" : "fresh"));
+
+/** A new folder is being written: its temporary folder holds files (_fs-staging.ts). */
+async function newFolderStaged(): Promise<boolean> {
+  const names = await readdir(root).catch(() => []);
+  for (const name of names.filter((candidate) => candidate.startsWith(TEMP_PREFIX))) {
+    const inside = await readdir(path.join(root, name)).catch(() => []);
+    if (inside.length > 0) return true;
+  }
+  return false;
+}
+
+/** Every temporary file or folder anywhere under the root. */
+async function tempLeftovers(): Promise<string[]> {
+  const names = await readdir(root, { recursive: true });
+  return names.filter((name) => name.split(path.sep).some((part) => part.startsWith(TEMP_PREFIX)));
+}
 
 // Each kill publishes the other edition than the previous converged run, so
 // every killed run has creates, updates and deletes to do.
@@ -107,8 +125,9 @@ const KILL_POINTS: KillPoint[] = [
   { name: "after 150 ms", afterMs: 150 },
   { name: "after 300 ms", afterMs: 300 },
   { name: "when the claim state is written", when: stateChanged },
-  { name: "when the first new output appears", when: firstCreate },
-  { name: "40 ms after the first new output", when: firstCreate, delayMs: 40 },
+  { name: "while a new folder is written", when: newFolderStaged },
+  { name: "20 ms into writing a new folder", when: newFolderStaged, delayMs: 20 },
+  { name: "when the new folder is put in place", when: newFolderIn },
 ];
 
 let stateMtimeBefore = 0;
@@ -189,6 +208,7 @@ async function assertConverged(target: 1 | 2): Promise<void> {
 test("SIGKILL at any point leaves a valid state from which a plain run converges", async (t) => {
   let killedMidApply = 0;
   let staleLocks = 0;
+  let tempLeft = 0;
   let target: 1 | 2 = 1;
   for (const point of KILL_POINTS) {
     target = target === 1 ? 2 : 1;
@@ -202,6 +222,7 @@ test("SIGKILL at any point leaves a valid state from which a plain run converges
       assert.equal(classified.class, "valid", JSON.stringify(classified));
       await assertOtherOwnerIntact();
       if (await stateChanged()) killedMidApply++;
+      if ((await tempLeftovers()).length > 0) tempLeft++;
       const lockLeft = await exists(path.join(root, ".distributor.lock"));
 
       const rerun = await runCliJson<RunJson>(runArgs(version));
@@ -212,6 +233,11 @@ test("SIGKILL at any point leaves a valid state from which a plain run converges
       }
       await assertConverged(version);
       await assertOtherOwnerIntact();
+      assert.deepEqual(
+        await tempLeftovers(),
+        [],
+        "the rerun removed every temporary file and folder",
+      );
 
       const again = await runCliJson<RunJson>(runArgs(version));
       assert.equal(again.code, 0);
@@ -221,4 +247,5 @@ test("SIGKILL at any point leaves a valid state from which a plain run converges
   }
   assert.ok(killedMidApply >= 2, `only ${killedMidApply} kills landed during apply`);
   assert.ok(staleLocks >= 2, `only ${staleLocks} kills left a stale lock to take over`);
+  assert.ok(tempLeft >= 1, "no kill left a temporary file or folder for the rerun to remove");
 });

@@ -6,7 +6,8 @@
  *                     for overwritten paths), so a crash leaves no unmanaged file;
  *   2. deletes that clear the way — omitted outputs where an output needs the
  *                     place (a file where it needs a folder, or the reverse);
- *   3. outputs      — each an atomic write (temp + rename / one PUT);
+ *   3. outputs      — each an atomic write (temp + rename / one PUT; a new
+ *                     folder written whole, see StorageDriver.beginWrites);
  *   4. deletes      — replacement's other omitted outputs;
  *   5. final state  — the plan's next state.
  *
@@ -115,25 +116,38 @@ async function writeOutputs(
   options: ApplyOptions,
 ): Promise<void> {
   const writes = alternateDirectories(writesOf(plan.changes));
-  await mapLimit(
-    writes,
-    async (change) => {
-      const output = change.output;
-      if (output.content.type === "deferred") {
-        // run() renders every deferred output it will write before planning is final.
-        throw new Error(`${output.path}: deferred content reached the executor`);
-      }
-      const content = output.content;
-      await unlessStopped(() =>
-        driver.write(output.path, content, {
-          contentType: output.mediaType,
-          sha256: output.sha256,
-        }),
-      );
-      options.onOutputWritten?.(output);
-    },
-    { limit: driver.writeConcurrency },
-  );
+  if (writes.length === 0) return;
+  const paths = writes.map((change) => change.output.path);
+  const batch = driver.beginWrites
+    ? await unlessStopped(async () => driver.beginWrites?.(paths))
+    : undefined;
+  const writer = batch ?? driver;
+  try {
+    await mapLimit(
+      writes,
+      async (change) => {
+        const output = change.output;
+        if (output.content.type === "deferred") {
+          // run() renders every deferred output it will write before planning is final.
+          throw new Error(`${output.path}: deferred content reached the executor`);
+        }
+        const content = output.content;
+        await unlessStopped(() =>
+          writer.write(output.path, content, {
+            contentType: output.mediaType,
+            sha256: output.sha256,
+          }),
+        );
+        options.onOutputWritten?.(output);
+      },
+      { limit: driver.writeConcurrency },
+    );
+    if (batch) await unlessStopped(() => batch.commit());
+  } catch (error) {
+    // mapLimit has let every write in flight end: nothing adds to what this removes.
+    await batch?.discard();
+    throw error;
+  }
 }
 
 /**

@@ -12,9 +12,29 @@ describe("staleTempPaths", () => {
       file("docs/.distributor.tmp-b"),
       file("docs/guide.html"),
       file("x.distributor.tmp-c"),
-      { path: "empty/.distributor.tmp-d", size: 0, type: "directory" } as StorageEntry,
+      file("x.distributor.tmp-c/inside.html"),
     ];
     assert.deepEqual(staleTempPaths(entries), [".distributor.tmp-a", "docs/.distributor.tmp-b"]);
+  });
+
+  test("a temp folder left by a killed run goes with everything in it, empty folders too", () => {
+    const folder = (path: string) => ({ path, size: 0, type: "directory" }) as StorageEntry;
+    const entries = [
+      file(".distributor.tmp-s1/a.html"),
+      file(".distributor.tmp-s1/deep/b.html"),
+      folder(".distributor.tmp-s1/empty"),
+      file("docs/.distributor.tmp-s2/c.html"),
+      folder("docs/.distributor.tmp-s3"),
+      file("docs/kept.html"),
+      folder("docs/empty"),
+    ];
+    assert.deepEqual(staleTempPaths(entries), [
+      ".distributor.tmp-s1/a.html",
+      ".distributor.tmp-s1/deep/b.html",
+      ".distributor.tmp-s1/empty",
+      "docs/.distributor.tmp-s2/c.html",
+      "docs/.distributor.tmp-s3",
+    ]);
   });
 
   test("a nested root's temp files are its own: its lock or state marks it", () => {
@@ -30,6 +50,7 @@ describe("staleTempPaths", () => {
       file("folded/.distributor.tmp-6"),
       file("plain/.distributor.tmp-4"),
       file("lockedness/.distributor.tmp-5"),
+      file("locked/.distributor.tmp-7/staged.html"),
     ];
     assert.deepEqual(staleTempPaths(entries), [
       "plain/.distributor.tmp-4",

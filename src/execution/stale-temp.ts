@@ -1,7 +1,9 @@
 /**
  * Temporary files (`.distributor.tmp-*`) are left behind by a run that died
  * between creating and renaming them, or between writing its lock's temp file
- * and linking it into place (_fs-lock.ts). Under the root's lock no other run
+ * and linking it into place (_fs-lock.ts); temporary folders, with everything
+ * in them, by one that died before renaming a new folder into place
+ * (_fs-staging.ts). Under the root's lock no other run
  * writes one, so they are removed before applying. The one exception is
  * harmless: a run that is starting may have just written its lock's temp file;
  * removing it makes that run find the lock held, as it is. A folder with its
@@ -29,13 +31,17 @@ export async function removeStaleTempFiles(
   if (stale.length > 0) await unlessStopped(() => driver.deleteMany(stale));
 }
 
-/** The temp files of this root in a listing: none of another root nested in it. */
+/**
+ * The temp files of this root in a listing, and whatever a temp folder holds
+ * (its empty folders too: the delete removes the folders it leaves empty,
+ * which would not reach those); none of another root nested in it.
+ */
 export function staleTempPaths(entries: readonly StorageEntry[]): string[] {
   const nestedRoots = [
     ...new Set(entries.map((entry) => nestedRootOf(entry.path)).filter((root) => root !== null)),
   ].map((root) => `${root}/`);
   return entries
-    .filter((entry) => entry.type !== "directory" && isTempPath(entry.path))
+    .filter((entry) => isTempPath(entry.path))
     .filter((entry) => !nestedRoots.some((root) => entry.path.startsWith(root)))
     .map((entry) => entry.path);
 }

@@ -31,6 +31,11 @@ export interface SmallWrite {
   relPath: string;
   target: string;
   content: OutputContent;
+  /**
+   * Create the file under its final name: `target` is in a staging folder
+   * nobody else sees (_fs-staging.ts), so it needs no temp file and rename.
+   */
+  inPlace?: true;
 }
 
 /** A worker's answer: the new token, or the error to rethrow here. */

@@ -51,18 +51,25 @@ export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): Version
  * Put `content` at `relPath` under `root` atomically and return its new token.
  * `ifMatch` is checked before the rename but not atomically with it: on a
  * filesystem the root's lock is what keeps writers apart.
+ *
+ * `stagedAt`: where the file goes instead, inside a temporary folder that is
+ * renamed into place later (_fs-staging.ts). Nobody else sees that folder, so
+ * a small file is created there under its final name, with no temp file and
+ * no rename of its own; a large one still goes through a temp file beside it.
  */
 export async function writeAtomic(
   root: string,
   relPath: string,
-  options: { content: OutputContent } & WriteOptions,
+  options: { content: OutputContent; stagedAt?: string } & WriteOptions,
 ): Promise<VersionToken> {
   assertWritesAllowed();
-  const target = resolveInside(root, relPath);
+  const at = options.stagedAt ?? relPath;
+  const target = resolveInside(root, at);
   if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
-    return writeSmall({ root, relPath, target, content: options.content });
+    const request: SmallWrite = { root, relPath: at, target, content: options.content };
+    return writeSmall(options.stagedAt === undefined ? request : { ...request, inPlace: true });
   }
-  return largeWrites(() => writeLarge(root, relPath, target, options));
+  return largeWrites(() => writeLarge(root, at, target, options));
 }
 
 /**
@@ -177,12 +184,12 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken> {
 
 /**
  * writeAtomic's steps for a small output, with synchronous calls. `checked`:
- * see checkAncestorsSync.
+ * see checkAncestorsSync. `inPlace`: see SmallWrite.
  */
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: { target: string; content: OutputContent },
+  options: { target: string; content: OutputContent; inPlace?: boolean },
   checked?: Set<string>,
 ): VersionToken {
   const check = checkAncestorsSync(root, relPath, checked);
@@ -195,18 +202,46 @@ export function writeSmallSync(
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
-  const temp = tempPathIn(dir);
   try {
     // A source file is read and checked whole (see fillTemp), then written.
     const content = options.content;
     const bytes = content.type === "file" ? readVerifiedSync(content) : content.bytes;
+    if (options.inPlace === true && createSync(options.target, bytes)) {
+      return tokenOf(statSync(options.target));
+    }
+    return replaceSync(dir, options.target, bytes);
+  } catch (error) {
+    if (error instanceof DistributorError) throw error;
+    throw storageError("write", { root, relPath, error });
+  }
+}
+
+/**
+ * Create `target` with `bytes`; false when something is there already. In a
+ * staging folder that is only a write done again: by the calling thread after
+ * the write thread that had done it died (_fs-write-pool.ts). The caller then
+ * replaces it atomically, which is right whether the first try finished or not.
+ */
+function createSync(target: string, bytes: Uint8Array): boolean {
+  try {
+    writeFileSync(target, bytes, { flag: "wx" });
+    return true;
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return false;
+    throw error;
+  }
+}
+
+/** Temp file in `dir`, then rename over `target`; the token of the new file. */
+function replaceSync(dir: string, target: string, bytes: Uint8Array): VersionToken {
+  const temp = tempPathIn(dir);
+  try {
     writeFileSync(temp, bytes, { flag: "wx" });
     const stats = statSync(temp);
-    renameSync(temp, options.target);
+    renameSync(temp, target);
     return tokenOf(stats);
   } catch (error) {
     rmSync(temp, { force: true });
-    if (error instanceof DistributorError) throw error;
-    throw storageError("write", { root, relPath, error });
+    throw error;
   }
 }

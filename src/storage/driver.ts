@@ -48,6 +48,24 @@ export interface WriteOptions {
   durable?: boolean;
 }
 
+/**
+ * The writes of one apply's outputs, begun together (StorageDriver.beginWrites).
+ * Each write is atomic as `StorageDriver.write` is; the batch may keep some
+ * out of sight until `commit`.
+ */
+export interface WriteBatch {
+  /** `StorageDriver.write` for one of the paths the batch was begun with. */
+  write(path: string, content: OutputContent, options?: WriteOptions): Promise<VersionToken>;
+  /** Put every write of the batch in place. Call once, after all of them succeeded. */
+  commit(): Promise<void>;
+  /**
+   * Give up after a failed write: remove what the batch holds out of sight.
+   * Never throws; after a signal's stop it leaves that to the next run's
+   * removal of stale temporary files.
+   */
+  discard(): Promise<void>;
+}
+
 export interface DeleteResult {
   path: string;
   /** Absent on success (including "was already missing"). */
@@ -149,6 +167,15 @@ export interface StorageDriver {
    * `unsafe_path` to write through a symlink inside the root. Returns the new token.
    */
   write(path: string, content: OutputContent, options?: WriteOptions): Promise<VersionToken>;
+
+  /**
+   * Optional: begin writing the outputs at `paths` (those of one apply) as a
+   * batch. A filesystem writes the files of a folder that does not exist yet
+   * under a temporary folder beside it and renames that into place on
+   * `commit`: the new folder appears whole, and its files need no rename each
+   * (docs/performance.md, item 48). Absent (S3): the executor calls `write`.
+   */
+  beginWrites?(paths: readonly string[]): Promise<WriteBatch>;
 
   /**
    * Delete each path (already missing counts as success), then remove directories

@@ -3,8 +3,9 @@
  * root is a directory tree, served as a static site.
  *
  * - Writes are atomic (temp file + rename in the same directory); `durable`
- *   adds fsync of the file and its directory. Source files are copied by the
- *   kernel (`copyFile`).
+ *   adds fsync of the file and its directory. An apply's outputs in folders
+ *   that do not exist yet are written into a temporary folder that is renamed
+ *   into place whole (`beginWrites`, _fs-staging.ts).
  * - Symlinks inside the root are listed as `symlink` and never followed: not by
  *   `list`, `read`, `readStream`, `write` or `deleteMany` (a symlinked parent
  *   fails with `unsafe_path`). The root itself may be a symlink.
@@ -27,6 +28,7 @@ import {
   unsafePathProblem,
 } from "./_fs-paths.js";
 import { readWhole } from "./_fs-read.js";
+import { beginFsWrites } from "./_fs-staging.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
 import {
@@ -93,6 +95,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
     readStream: (relPath: string) => openStream(root, relPath),
     write: (relPath, content, writeOptions = {}) =>
       writeAtomic(root, relPath, { ...writeOptions, content }),
+    beginWrites: async (paths: readonly string[]) => beginFsWrites(root, paths),
     deleteMany: (paths: readonly string[]) => deletePaths(root, paths),
     deleteAll: () => deleteEverything(root),
     acquireLock: (lockOptions = {}) => acquireFsLock(root, lockOptions),

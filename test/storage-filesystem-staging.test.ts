@@ -1,0 +1,170 @@
+/**
+ * New folders are written whole (_fs-staging.ts): the filesystem driver's
+ * `beginWrites` writes the files of a folder that does not exist yet into a
+ * temporary folder beside it, which `commit` renames into place.
+ */
+import assert from "node:assert/strict";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  symlink,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { applyPlan } from "../src/execution/apply-plan.js";
+import { TEMP_PREFIX } from "../src/paths.js";
+import { writeSmallSync } from "../src/storage/_fs-write.js";
+import type { StorageDriver, WriteBatch } from "../src/storage/driver.js";
+import { createFilesystemDriver } from "../src/storage/filesystem.js";
+import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
+import { planOnly } from "./helpers/plan-apply.js";
+import { exists, scenario } from "./helpers/scenario.js";
+import { rejectsWithCode } from "./storage-conformance.js";
+
+after(cleanupTempDirs);
+
+const bytes = (text: string) => ({ type: "bytes" as const, bytes: new TextEncoder().encode(text) });
+
+/** Every path under `dir` with a temporary name in any segment. */
+async function tempPathsUnder(dir: string): Promise<string[]> {
+  const names = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  return names.filter((name) => name.split(path.sep).some((part) => part.startsWith(TEMP_PREFIX)));
+}
+
+async function withRoot(body: (root: string, driver: StorageDriver) => Promise<void>) {
+  const base = await mkdtemp(path.join(os.tmpdir(), "distributor-staging-"));
+  const root = path.join(base, "root");
+  await mkdir(path.join(root, "old"), { recursive: true });
+  await writeFile(path.join(root, "old", "keep.txt"), "kept\n");
+  try {
+    await body(root, createFilesystemDriver({ root }));
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+}
+
+async function begin(driver: StorageDriver, paths: readonly string[]): Promise<WriteBatch> {
+  assert.ok(driver.beginWrites, "the filesystem driver writes in batches");
+  return driver.beginWrites(paths);
+}
+
+describe("filesystem driver: new folders are written whole", () => {
+  it("a new folder appears on commit, with every file and the tokens the writes returned", () =>
+    withRoot(async (root, driver) => {
+      // Enough files that the write threads take part (_fs-write-pool.ts).
+      const fresh = Array.from({ length: 300 }, (_, i) => `new/d${i % 7}/f${i}.txt`);
+      const inOld = ["old/c.txt", "old/sub/d.txt", "top.txt"];
+      const paths = [...fresh, ...inOld];
+      const batch = await begin(driver, paths);
+      const tokens = await Promise.all(paths.map((p) => batch.write(p, bytes(p))));
+
+      // Before the commit: files in existing folders are in place, new folders are not.
+      assert.equal(await exists(path.join(root, "new")), false);
+      assert.equal(await exists(path.join(root, "old", "sub")), false);
+      assert.equal(await readFile(path.join(root, "old", "c.txt"), "utf8"), "old/c.txt");
+      assert.equal(await readFile(path.join(root, "top.txt"), "utf8"), "top.txt");
+      const staged = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
+      assert.equal(staged.length, 1, "one temporary folder at the top, for new/");
+      const stagedFiles = await readdir(path.join(root, staged[0] as string), { recursive: true });
+      assert.ok(stagedFiles.includes(path.join("d0", "f0.txt")), "files under their own names");
+      assert.equal(stagedFiles.filter((name) => name.includes(TEMP_PREFIX)).length, 0);
+      const oldStaged = (await readdir(path.join(root, "old"))).filter((n) =>
+        n.startsWith(TEMP_PREFIX),
+      );
+      assert.equal(oldStaged.length, 1, "old/sub/ is staged beside it, in old/");
+
+      await batch.commit();
+      for (const [i, p] of paths.entries()) {
+        const stored = await driver.read(p);
+        assert.equal(new TextDecoder().decode(stored?.bytes), p);
+        // Renaming the folder changes none of its files' tokens.
+        assert.equal(stored?.token, tokens[i], p);
+      }
+      assert.equal(await readFile(path.join(root, "old", "keep.txt"), "utf8"), "kept\n");
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("discard removes what was staged and keeps what was written in place", () =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["new/a.txt", "new/b/c.txt", "old/d.txt"]);
+      await batch.write("new/a.txt", bytes("a"));
+      await batch.write("old/d.txt", bytes("d"));
+      await batch.discard();
+      assert.deepEqual(await tempPathsUnder(root), []);
+      assert.equal(await exists(path.join(root, "new")), false);
+      assert.equal(await readFile(path.join(root, "old", "d.txt"), "utf8"), "d");
+    }));
+
+  it("a folder that appeared meanwhile, even an empty one, is not replaced", () =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["new/a.txt", "other/b.txt"]);
+      await batch.write("new/a.txt", bytes("a"));
+      await batch.write("other/b.txt", bytes("b"));
+      await mkdir(path.join(root, "new"));
+      await writeFile(path.join(root, "new", "theirs.txt"), "theirs\n");
+      await mkdir(path.join(root, "other"));
+      const error = await rejectsWithCode(batch.commit(), "storage_error");
+      assert.match(error.message, /appeared/);
+      await batch.discard();
+      assert.deepEqual(await readdir(path.join(root, "new")), ["theirs.txt"]);
+      assert.equal(await readFile(path.join(root, "new", "theirs.txt"), "utf8"), "theirs\n");
+      assert.deepEqual(await readdir(path.join(root, "other")), []);
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("nothing is staged behind a symlink or a file: those writes are refused as before", () =>
+    withRoot(async (root, driver) => {
+      const outside = path.join(path.dirname(root), "outside");
+      await mkdir(outside);
+      await symlink(outside, path.join(root, "link"));
+      await writeFile(path.join(root, "afile"), "x");
+      const batch = await begin(driver, ["link/new/a.txt", "afile/new/b.txt"]);
+      await rejectsWithCode(batch.write("link/new/a.txt", bytes("a")), "unsafe_path");
+      await rejectsWithCode(batch.write("afile/new/b.txt", bytes("b")), "unsafe_path");
+      await batch.discard();
+      assert.deepEqual(await readdir(outside), []);
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("a staged file written a second time (a write thread died after it) is replaced whole", () =>
+    withRoot(async (root) => {
+      const target = path.join(root, "old", "again.txt");
+      await writeFile(target, "half of the first tr");
+      const content = bytes("the whole second try");
+      writeSmallSync(root, "old/again.txt", { target, content, inPlace: true });
+      assert.equal(await readFile(target, "utf8"), "the whole second try");
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+});
+
+describe("applying a plan: a failed write leaves no part of a new folder", () => {
+  it("the new folder stays out of sight, the claim records it, and a rerun converges", async () => {
+    const s = await scenario();
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 50; i++) files[`guide/part${i % 3}/p${i}.txt`] = `page ${i}\n`;
+    const dir = await s.bundle("guide", files);
+    const driver = createFilesystemDriver({ root: s.root });
+    const { plan, snapshot } = await planOnly(s.config, dir, driver);
+    assert.equal(plan.action, "publish_new");
+    // A source file that vanishes after planning fails its copy.
+    await unlink(path.join(dir, "guide/part1/p7.txt"));
+    await assert.rejects(applyPlan(driver, plan, { stateToken: snapshot.stateToken }));
+    assert.equal(await exists(path.join(s.root, "guide")), false, "no half of guide/");
+    assert.deepEqual(await tempPathsUnder(s.root), []);
+    const claimed = await readStateFile(s.root);
+    assert.equal(claimed.outputs.length, 50, "the claim records every planned path");
+
+    await writeFile(path.join(dir, "guide/part1/p7.txt"), "page 7\n");
+    const rerun = await planOnly(s.config, dir, driver);
+    await applyPlan(driver, rerun.plan, { stateToken: rerun.snapshot.stateToken });
+    for (const [file, text] of Object.entries(files)) {
+      assert.equal(await readFile(path.join(s.root, file), "utf8"), text);
+    }
+  });
+});
