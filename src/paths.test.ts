@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import path from "node:path";
 import { test } from "node:test";
 import {
   ancestorsOf,
@@ -7,9 +8,12 @@ import {
   compareUtf8,
   hasReservedSegment,
   inRoot,
+  isTempFolder,
+  isTempName,
   isTempPath,
   nestedRootOf,
 } from "./paths.js";
+import { tempPathIn } from "./storage/_fs-paths.js";
 
 // The straightforward definitions the fast paths must agree with.
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
@@ -132,17 +136,30 @@ test("ancestorsOf and hasReservedSegment agree with splitting on /", () => {
   assert.equal(hasReservedSegment("a/x.distributor.y"), false);
 });
 
-test("baseName takes the last segment; isTempPath finds a temp name in any segment", () => {
+test("baseName takes the last segment; isTempPath a temp name, or a path in a temp folder", () => {
+  const folder = ".distributor.tmp-0123456789abcdef-1z";
   assert.equal(baseName("a/b/c.txt"), "c.txt");
   assert.equal(baseName("top"), "top");
   assert.equal(isTempPath("docs/.distributor.tmp-x1"), true);
-  assert.equal(isTempPath(".distributor.tmp-x1"), true);
+  assert.equal(isTempPath(folder), true);
   // Inside a temporary folder (a new folder not yet renamed into place).
-  assert.equal(isTempPath(".distributor.tmp-x1/inside.txt"), true);
-  assert.equal(isTempPath("a/.distributor.tmp-x1/b/inside.txt"), true);
+  assert.equal(isTempPath(`${folder}/inside.txt`), true);
+  assert.equal(isTempPath(`a/${folder}/b/inside.txt`), true);
+  // Only a folder named as the tool names its own: not a user's notes.
+  assert.equal(isTempPath(".distributor.tmp-notes/todo.txt"), false);
+  assert.equal(isTempPath(".distributor.tmp-0123456789ABCDEF-1/x"), false);
   assert.equal(isTempPath("docs/x.distributor.tmp-1"), false);
-  assert.equal(isTempPath("docs/x.distributor.tmp-1/y"), false);
   assert.equal(isTempPath("docs/.distributor.json"), false);
+  assert.equal(isTempFolder(folder), true);
+  assert.equal(isTempFolder(`a/${folder}/empty`), true);
+  assert.equal(isTempFolder("a/.distributor.tmp-notes"), false);
+});
+
+test("the names the filesystem driver gives temp files and folders have the shape isTempName knows", () => {
+  for (let i = 0; i < 40; i++) {
+    const name = baseName(tempPathIn("/some/dir").split(path.sep).join("/"));
+    assert.equal(isTempName(name), true, name);
+  }
 });
 
 test("inRoot joins a name under a directory root and an S3 root, which ends with a slash", () => {

@@ -21,11 +21,37 @@ export function baseName(relativePath: string): string {
 }
 
 /**
- * Whether the path is a temporary file or folder of the tool, or inside one:
- * any segment starts with `.distributor.tmp-`.
+ * The exact shape of the names the tool gives its temporary files and
+ * folders (storage/_fs-paths.ts, tempPathIn): 64 random bits in hex, then a
+ * counter. What is inside a folder is the tool's only if the folder has
+ * this shape; a user's `.distributor.tmp-notes/` is left alone.
+ */
+const TEMP_NAME = /^\.distributor\.tmp-[0-9a-f]{16}-[0-9a-z]+$/;
+
+/** Whether `name` (one segment) is a name the tool gives a temporary file or folder. */
+export function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
+/**
+ * Whether the path is a temporary file of the tool (`.../.distributor.tmp-*`),
+ * or anything inside one of its temporary folders (a new folder not yet
+ * renamed into place, storage/_fs-staging.ts).
  */
 export function isTempPath(relativePath: string): boolean {
-  return relativePath.startsWith(TEMP_PREFIX) || relativePath.includes(`/${TEMP_PREFIX}`);
+  return baseName(relativePath).startsWith(TEMP_PREFIX) || inTempFolder(relativePath, false);
+}
+
+/** Whether a folder in a listing is one of the tool's temporary folders or inside one. */
+export function isTempFolder(relativePath: string): boolean {
+  return inTempFolder(relativePath, true);
+}
+
+function inTempFolder(relativePath: string, itself: boolean): boolean {
+  if (!relativePath.includes(TEMP_PREFIX)) return false;
+  const segments = relativePath.split("/");
+  if (!itself) segments.pop();
+  return segments.some(isTempName);
 }
 
 const MAX_PATH_BYTES = 1024;

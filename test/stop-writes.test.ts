@@ -27,6 +27,10 @@ test("after stopWrites, no write lands and none starts", async () => {
   // Enough small writes for the pool to take over, then many more in flight.
   for (let i = 0; i < 100; i++) await driver.write(`warm/f${i}.txt`, bytes(`${i}`));
   if (os.availableParallelism() >= 2) assert.ok(writePoolSize() >= 2, "the pool took over");
+  // A new folder staged before the stop (_fs-staging.ts) is neither put in place nor removed after it.
+  const batch = await driver.beginWrites?.(["staged/a.txt"]);
+  assert.ok(batch);
+  await batch.write("staged/a.txt", bytes("a"));
   const landed: string[] = [];
   const inFlight = Array.from({ length: 2000 }, (_, i) => `d${i % 50}/f${i}.txt`).map((p) =>
     driver.write(p, bytes(p)).then(
@@ -50,6 +54,13 @@ test("after stopWrites, no write lands and none starts", async () => {
   for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);
   assert.ok(landed.length < 2000, "the stop interrupted the writes");
   await assert.rejects(driver.write("late.txt", bytes("late")), /Writing stopped/);
+  await assert.rejects(batch.commit(), /Writing stopped/);
+  await batch.discard();
+  assert.deepEqual(await listFiles(root), atStop, "the staged folder stayed as it was");
+  assert.ok(
+    atStop.some((p) => p.startsWith(".distributor.tmp-") && p.endsWith("/a.txt")),
+    "the staged file was in its temporary folder",
+  );
   // Deletes stop too (prune's, a run's): nothing is removed, each says why.
   const results = await driver.deleteMany(["warm/f0.txt", "warm", landed[0] as string]);
   assert.deepEqual(

@@ -60,9 +60,12 @@ describe("filesystem driver: new folders are written whole", () => {
       // Enough files that the write threads take part (_fs-write-pool.ts).
       const fresh = Array.from({ length: 300 }, (_, i) => `new/d${i % 7}/f${i}.txt`);
       const inOld = ["old/c.txt", "old/sub/d.txt", "top.txt"];
-      const paths = [...fresh, ...inOld];
+      // Larger than a small write (_fs-write.ts): a temp file and rename inside the temp folder.
+      const large = "new/d0/large.txt";
+      const paths = [...fresh, ...inOld, large];
+      const text = (p: string) => (p === large ? p.repeat(30_000) : p);
       const batch = await begin(driver, paths);
-      const tokens = await Promise.all(paths.map((p) => batch.write(p, bytes(p))));
+      const tokens = await Promise.all(paths.map((p) => batch.write(p, bytes(text(p)))));
 
       // Before the commit: files in existing folders are in place, new folders are not.
       assert.equal(await exists(path.join(root, "new")), false);
@@ -82,7 +85,7 @@ describe("filesystem driver: new folders are written whole", () => {
       await batch.commit();
       for (const [i, p] of paths.entries()) {
         const stored = await driver.read(p);
-        assert.equal(new TextDecoder().decode(stored?.bytes), p);
+        assert.equal(new TextDecoder().decode(stored?.bytes), text(p));
         // Renaming the folder changes none of its files' tokens.
         assert.equal(stored?.token, tokens[i], p);
       }
@@ -101,21 +104,41 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.equal(await readFile(path.join(root, "old", "d.txt"), "utf8"), "d");
     }));
 
-  it("a folder that appeared meanwhile, even an empty one, is not replaced", () =>
+  it("a folder that appeared meanwhile is not replaced", () =>
     withRoot(async (root, driver) => {
-      const batch = await begin(driver, ["new/a.txt", "other/b.txt"]);
+      const batch = await begin(driver, ["new/a.txt"]);
       await batch.write("new/a.txt", bytes("a"));
-      await batch.write("other/b.txt", bytes("b"));
       await mkdir(path.join(root, "new"));
       await writeFile(path.join(root, "new", "theirs.txt"), "theirs\n");
-      await mkdir(path.join(root, "other"));
       const error = await rejectsWithCode(batch.commit(), "storage_error");
       assert.match(error.message, /appeared/);
       await batch.discard();
       assert.deepEqual(await readdir(path.join(root, "new")), ["theirs.txt"]);
       assert.equal(await readFile(path.join(root, "new", "theirs.txt"), "utf8"), "theirs\n");
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("nor is an empty one (a rename would replace it without a word)", () =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["other/b.txt"]);
+      await batch.write("other/b.txt", bytes("b"));
+      await mkdir(path.join(root, "other"));
+      const error = await rejectsWithCode(batch.commit(), "storage_error");
+      assert.match(error.message, /appeared/);
+      await batch.discard();
       assert.deepEqual(await readdir(path.join(root, "other")), []);
       assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("a write that comes after the discard fails, and does not make the temporary folder again", () =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["new/deep/a.txt", "new/b.bin"]);
+      await batch.discard();
+      await rejectsWithCode(batch.write("new/deep/a.txt", bytes("a")), "storage_error");
+      const large = { type: "bytes" as const, bytes: new Uint8Array(300 * 1024) };
+      await rejectsWithCode(batch.write("new/b.bin", large), "storage_error");
+      assert.deepEqual(await tempPathsUnder(root), []);
+      assert.equal(await exists(path.join(root, "new")), false);
     }));
 
   it("nothing is staged behind a symlink or a file: those writes are refused as before", () =>
@@ -137,7 +160,7 @@ describe("filesystem driver: new folders are written whole", () => {
       const target = path.join(root, "old", "again.txt");
       await writeFile(target, "half of the first tr");
       const content = bytes("the whole second try");
-      writeSmallSync(root, "old/again.txt", { target, content, inPlace: true });
+      writeSmallSync(root, "old/again.txt", { target, content, stagedIn: path.join(root, "old") });
       assert.equal(await readFile(target, "utf8"), "the whole second try");
       assert.deepEqual(await tempPathsUnder(root), []);
     }));

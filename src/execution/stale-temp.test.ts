@@ -19,21 +19,27 @@ describe("staleTempPaths", () => {
 
   test("a temp folder left by a killed run goes with everything in it, empty folders too", () => {
     const folder = (path: string) => ({ path, size: 0, type: "directory" }) as StorageEntry;
+    const s1 = ".distributor.tmp-00000000000000a1-0";
+    const s2 = ".distributor.tmp-00000000000000a2-1k";
+    const s3 = ".distributor.tmp-00000000000000a3-2";
     const entries = [
-      file(".distributor.tmp-s1/a.html"),
-      file(".distributor.tmp-s1/deep/b.html"),
-      folder(".distributor.tmp-s1/empty"),
-      file("docs/.distributor.tmp-s2/c.html"),
-      folder("docs/.distributor.tmp-s3"),
+      file(`${s1}/a.html`),
+      file(`${s1}/deep/b.html`),
+      folder(`${s1}/empty`),
+      file(`docs/${s2}/c.html`),
+      folder(`docs/${s3}`),
       file("docs/kept.html"),
       folder("docs/empty"),
+      // Not named as the tool names its folders: a user's, left alone.
+      file(".distributor.tmp-notes/todo.txt"),
+      folder("docs/.distributor.tmp-drafts"),
     ];
     assert.deepEqual(staleTempPaths(entries), [
-      ".distributor.tmp-s1/a.html",
-      ".distributor.tmp-s1/deep/b.html",
-      ".distributor.tmp-s1/empty",
-      "docs/.distributor.tmp-s2/c.html",
-      "docs/.distributor.tmp-s3",
+      `${s1}/a.html`,
+      `${s1}/deep/b.html`,
+      `${s1}/empty`,
+      `docs/${s2}/c.html`,
+      `docs/${s3}`,
     ]);
   });
 
@@ -50,7 +56,7 @@ describe("staleTempPaths", () => {
       file("folded/.distributor.tmp-6"),
       file("plain/.distributor.tmp-4"),
       file("lockedness/.distributor.tmp-5"),
-      file("locked/.distributor.tmp-7/staged.html"),
+      file("locked/.distributor.tmp-00000000000000b7-0/staged.html"),
     ];
     assert.deepEqual(staleTempPaths(entries), [
       "plain/.distributor.tmp-4",

@@ -11,7 +11,7 @@
  * root nested in this one, whose own lock covers its temp files: those are
  * left to it (nestedRootOf, as planning sees nested roots).
  */
-import { isTempPath, nestedRootOf } from "../paths.js";
+import { isTempFolder, isTempPath, nestedRootOf } from "../paths.js";
 import type { StorageDriver, StorageEntry } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 
@@ -32,16 +32,19 @@ export async function removeStaleTempFiles(
 }
 
 /**
- * The temp files of this root in a listing, and whatever a temp folder holds
- * (its empty folders too: the delete removes the folders it leaves empty,
- * which would not reach those); none of another root nested in it.
+ * The temp files of this root in a listing, and whatever a temp folder of
+ * the tool holds (its empty folders too: the delete removes the folders it
+ * leaves empty, which would not reach those); none of another root nested
+ * in it.
  */
 export function staleTempPaths(entries: readonly StorageEntry[]): string[] {
   const nestedRoots = [
     ...new Set(entries.map((entry) => nestedRootOf(entry.path)).filter((root) => root !== null)),
   ].map((root) => `${root}/`);
   return entries
-    .filter((entry) => isTempPath(entry.path))
+    .filter((entry) =>
+      entry.type === "directory" ? isTempFolder(entry.path) : isTempPath(entry.path),
+    )
     .filter((entry) => !nestedRoots.some((root) => entry.path.startsWith(root)))
     .map((entry) => entry.path);
 }

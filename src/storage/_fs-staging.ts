@@ -16,7 +16,7 @@
  * them missing and writes them again, after removing the leftover with the
  * other stale temporary files (stale-temp.ts).
  */
-import { lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
@@ -28,7 +28,7 @@ import {
   tempPathIn,
   unsafeAncestorError,
 } from "./_fs-paths.js";
-import { writeAtomic } from "./_fs-write.js";
+import { type Staged, writeAtomic } from "./_fs-write.js";
 import { assertWritesAllowed, writesStopped } from "./_fs-write-pool.js";
 import type { WriteBatch, WriteOptions } from "./driver.js";
 
@@ -45,26 +45,33 @@ interface StagedFolder {
 export function beginFsWrites(root: string, paths: readonly string[]): WriteBatch {
   const staged = stageNewFolders(root, newFolders(root, paths));
   const byFolder = new Map(staged.map((entry) => [entry.folder, entry]));
-  // The staged path of each directory the writes go to, computed once per directory.
-  const stagedDirs = new Map<string, string | null>();
-  const stagedPathOf = (relPath: string): string | undefined => {
+  // Where each directory the writes go to is staged, found once per directory.
+  const stagedDirs = new Map<string, { dir: string; folder: string } | null>();
+  const stagedOf = (relPath: string): Staged | undefined => {
     if (byFolder.size === 0) return undefined;
     const slash = relPath.lastIndexOf("/");
     if (slash < 0) return undefined;
     const dir = relPath.slice(0, slash);
-    let stagedDir = stagedDirs.get(dir);
-    if (stagedDir === undefined) {
+    let staged = stagedDirs.get(dir);
+    if (staged === undefined) {
       const entry = ancestorsOf(relPath)
         .map((ancestor) => byFolder.get(ancestor))
         .find((found) => found !== undefined);
-      stagedDir = entry ? entry.staging + dir.slice(entry.folder.length) : null;
-      stagedDirs.set(dir, stagedDir);
+      staged = entry
+        ? {
+            dir: entry.staging + dir.slice(entry.folder.length),
+            folder: resolveInside(root, entry.staging),
+          }
+        : null;
+      stagedDirs.set(dir, staged);
     }
-    return stagedDir === null ? undefined : `${stagedDir}${relPath.slice(slash)}`;
+    return staged === null
+      ? undefined
+      : { path: `${staged.dir}${relPath.slice(slash)}`, folder: staged.folder };
   };
   return {
     write: (relPath: string, content: OutputContent, options: WriteOptions = {}) =>
-      writeAtomic(root, relPath, { ...options, content, stagedAt: stagedPathOf(relPath) }),
+      writeAtomic(root, relPath, { ...options, content, staged: stagedOf(relPath) }),
     commit: async () => commit(root, staged),
     discard: async () => discard(root, staged),
   };
@@ -139,9 +146,13 @@ function stageNewFolders(root: string, folders: readonly string[]): StagedFolder
 
 /**
  * Rename each temporary folder into place. Its parent is checked again for
- * a symlink, and the folder for having appeared meanwhile (something not
- * under the root's lock made it): that stops the run with the folder as it
- * is, and the next run plans against it.
+ * a symlink. rename(2) replaces an empty folder without a word, and Node
+ * has no rename that refuses to, so the folder is first made here,
+ * exclusively: if something made it meanwhile (anything not under this
+ * root's lock, such as a root nested there taking its own lock), even
+ * empty, it is not replaced: the run stops, and the next one plans against
+ * it. The only empty folder the rename can replace is the one just made; a
+ * folder that something fills in between makes the rename fail (ENOTEMPTY).
  */
 function commit(root: string, staged: readonly StagedFolder[]): void {
   for (const entry of staged) {
@@ -150,7 +161,12 @@ function commit(root: string, staged: readonly StagedFolder[]): void {
     const check = checkAncestorsSync(root, entry.folder);
     if (check.kind === "unsafe") throw unsafeAncestorError(root, entry.folder, check);
     const target = resolveInside(root, entry.folder);
-    if (kindOf(root, entry.folder) !== "missing") {
+    try {
+      mkdirSync(target);
+    } catch (error) {
+      if (errnoCode(error) !== "EEXIST") {
+        throw storageError("create the new folder", { root, relPath: entry.folder, error });
+      }
       throw new DistributorError(
         "storage_error",
         `Could not put the new folder ${entry.folder} in place under ${root}: something appeared there while this run wrote it, and distributor does not replace what it did not write. Run again to plan against it.`,
@@ -160,9 +176,19 @@ function commit(root: string, staged: readonly StagedFolder[]): void {
     try {
       renameSync(resolveInside(root, entry.staging), target);
     } catch (error) {
+      // Only if nothing was put in it meanwhile (rmdir removes empty folders only).
+      rmdirSafely(target);
       throw storageError("put in place the new folder", { root, relPath: entry.folder, error });
     }
     entry.committed = true;
+  }
+}
+
+function rmdirSafely(absolute: string): void {
+  try {
+    rmdirSync(absolute);
+  } catch {
+    // Not empty any more, or gone: not ours to remove.
   }
 }
 

@@ -32,10 +32,11 @@ export interface SmallWrite {
   target: string;
   content: OutputContent;
   /**
-   * Create the file under its final name: `target` is in a staging folder
-   * nobody else sees (_fs-staging.ts), so it needs no temp file and rename.
+   * The temporary folder (absolute) that `target` is in, nobody else sees
+   * (_fs-staging.ts): the file is created under its final name, with no temp
+   * file and rename, and the folder is never made again if it is gone.
    */
-  inPlace?: true;
+  stagedIn?: string;
 }
 
 /** A worker's answer: the new token, or the error to rethrow here. */

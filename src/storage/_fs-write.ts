@@ -5,6 +5,7 @@
  */
 import {
   constants,
+  existsSync,
   mkdirSync,
   renameSync,
   rmSync,
@@ -12,7 +13,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { lstat, mkdir, open, rename, rm } from "node:fs/promises";
+import { lstat, open, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { limiter } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
@@ -52,24 +53,46 @@ export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): Version
  * `ifMatch` is checked before the rename but not atomically with it: on a
  * filesystem the root's lock is what keeps writers apart.
  *
- * `stagedAt`: where the file goes instead, inside a temporary folder that is
- * renamed into place later (_fs-staging.ts). Nobody else sees that folder, so
- * a small file is created there under its final name, with no temp file and
- * no rename of its own; a large one still goes through a temp file beside it.
+ * `staged`: where the file goes instead (`path` under the root), inside a
+ * temporary folder (`folder`, absolute) that is renamed into place later
+ * (_fs-staging.ts). Nobody else sees that folder, so a small file is created
+ * there under its final name, with no temp file and no rename of its own; a
+ * large one still goes through a temp file beside it.
  */
 export async function writeAtomic(
   root: string,
   relPath: string,
-  options: { content: OutputContent; stagedAt?: string } & WriteOptions,
+  options: { content: OutputContent; staged?: Staged } & WriteOptions,
 ): Promise<VersionToken> {
   assertWritesAllowed();
-  const at = options.stagedAt ?? relPath;
+  const at = options.staged?.path ?? relPath;
   const target = resolveInside(root, at);
   if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
     const request: SmallWrite = { root, relPath: at, target, content: options.content };
-    return writeSmall(options.stagedAt === undefined ? request : { ...request, inPlace: true });
+    if (options.staged) request.stagedIn = options.staged.folder;
+    return writeSmall(request);
   }
   return largeWrites(() => writeLarge(root, at, target, options));
+}
+
+/** Where a staged write goes: see writeAtomic. */
+export interface Staged {
+  path: string;
+  folder: string;
+}
+
+/**
+ * Make the folder a file goes in. A staged file's temporary folder must still
+ * be there: one that is gone was discarded or put in place already (a write
+ * finishing late on a write thread the pool gave up on), and making it again
+ * would leave a stray folder, or add a file to the published one.
+ */
+function makeParent(dir: string, stagedIn: string | undefined): void {
+  if (stagedIn !== undefined && !existsSync(stagedIn)) {
+    const error = new Error(`its temporary folder ${stagedIn} is gone`);
+    throw Object.assign(error, { code: "ENOENT" });
+  }
+  mkdirSync(dir, { recursive: true });
 }
 
 /**
@@ -84,7 +107,7 @@ async function writeLarge(
   root: string,
   relPath: string,
   target: string,
-  options: { content: OutputContent } & WriteOptions,
+  options: { content: OutputContent; staged?: Staged } & WriteOptions,
 ): Promise<VersionToken> {
   // Checked again here: this write may have waited for its turn past a stop.
   assertWritesAllowed();
@@ -92,9 +115,11 @@ async function writeLarge(
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
   const dir = path.dirname(target);
-  await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+  try {
+    makeParent(dir, options.staged?.folder);
+  } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
-  });
+  }
   const temp = tempPathIn(dir);
   try {
     const token = await fillTemp(temp, options.content, options.durable === true);
@@ -184,12 +209,12 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken> {
 
 /**
  * writeAtomic's steps for a small output, with synchronous calls. `checked`:
- * see checkAncestorsSync. `inPlace`: see SmallWrite.
+ * see checkAncestorsSync. `stagedIn`: see SmallWrite.
  */
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: { target: string; content: OutputContent; inPlace?: boolean },
+  options: { target: string; content: OutputContent; stagedIn?: string },
   checked?: Set<string>,
 ): VersionToken {
   const check = checkAncestorsSync(root, relPath, checked);
@@ -198,7 +223,7 @@ export function writeSmallSync(
   try {
     // A parent that exists has just been checked to be a real directory; only the
     // root itself (the parent of a top-level path) was not checked.
-    if (check.kind === "missing" || !relPath.includes("/")) mkdirSync(dir, { recursive: true });
+    if (check.kind === "missing" || !relPath.includes("/")) makeParent(dir, options.stagedIn);
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
@@ -206,7 +231,7 @@ export function writeSmallSync(
     // A source file is read and checked whole (see fillTemp), then written.
     const content = options.content;
     const bytes = content.type === "file" ? readVerifiedSync(content) : content.bytes;
-    if (options.inPlace === true && createSync(options.target, bytes)) {
+    if (options.stagedIn !== undefined && createSync(options.target, bytes)) {
       return tokenOf(statSync(options.target));
     }
     return replaceSync(dir, options.target, bytes);
