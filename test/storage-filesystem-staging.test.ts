@@ -24,7 +24,7 @@ import type { StorageDriver, WriteBatch } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
 import { planOnly } from "./helpers/plan-apply.js";
-import { exists, scenario } from "./helpers/scenario.js";
+import { exists, onlyResult, publishedFiles, SITE_OUTPUTS, scenario } from "./helpers/scenario.js";
 import { rejectsWithCode } from "./storage-conformance.js";
 
 after(cleanupTempDirs);
@@ -164,6 +164,29 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.equal(await readFile(target, "utf8"), "the whole second try");
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
+});
+
+describe("a run finds a temporary folder left by a killed run", () => {
+  it("not content: the root still counts as empty; the leftover goes before the publish", async () => {
+    const s = await scenario();
+    const leftover = path.join(s.root, ".distributor.tmp-00000000000000c1-0");
+    await mkdir(path.join(leftover, "docs", "empty"), { recursive: true });
+    await writeFile(path.join(leftover, "docs", "guide.html"), "half of an earlier run\n");
+    await mkdir(path.join(s.root, "data", ".distributor.tmp-00000000000000c2-3"), {
+      recursive: true,
+    });
+    const { code, json, stderr } = await s.runJson();
+    assert.equal(code, 0, stderr);
+    assert.equal(onlyResult(json).action, "publish_new");
+    assert.deepEqual(await tempPathsUnder(s.root), []);
+    assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS);
+    assert.equal(
+      await readFile(path.join(s.root, "docs", "guide.html"), "utf8").then((t) =>
+        t.includes("half"),
+      ),
+      false,
+    );
+  });
 });
 
 describe("applying a plan: a failed write leaves no part of a new folder", () => {
