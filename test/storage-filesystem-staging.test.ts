@@ -130,6 +130,34 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
 
+  it("a rename that fails leaves no folder made for it, and the run stops", () =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["new/a.txt"]);
+      await batch.write("new/a.txt", bytes("a"));
+      const staged = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
+      assert.equal(staged.length, 1);
+      // The temporary folder is gone (say, removed by hand): the rename cannot happen.
+      await rm(path.join(root, staged[0] as string), { recursive: true });
+      await rejectsWithCode(batch.commit(), "storage_error");
+      assert.equal(await exists(path.join(root, "new")), false, "the folder made first went again");
+    }));
+
+  it("a temporary folder swapped for a symlink takes no more writes", () =>
+    withRoot(async (root, driver) => {
+      const outside = path.join(path.dirname(root), "outside");
+      await mkdir(outside);
+      const batch = await begin(driver, ["new/a/x.txt", "new/b/y.txt"]);
+      await batch.write("new/a/x.txt", bytes("x"));
+      const staged = (await readdir(root)).find((name) => name.startsWith(TEMP_PREFIX)) as string;
+      await rm(path.join(root, staged), { recursive: true });
+      await symlink(outside, path.join(root, staged));
+      await assert.rejects(batch.write("new/b/y.txt", bytes("y")));
+      assert.deepEqual(await readdir(outside), []);
+      await rejectsWithCode(batch.commit(), "storage_error");
+      assert.equal(await exists(path.join(root, "new")), false);
+      assert.deepEqual(await readdir(outside), []);
+    }));
+
   it("a write that comes after the discard fails, and does not make the temporary folder again", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/deep/a.txt", "new/b.bin"]);
@@ -148,10 +176,13 @@ describe("filesystem driver: new folders are written whole", () => {
       await symlink(outside, path.join(root, "link"));
       await writeFile(path.join(root, "afile"), "x");
       const batch = await begin(driver, ["link/new/a.txt", "afile/new/b.txt"]);
+      // Nothing was staged, behind the link or anywhere (checked before discard removes anything).
+      assert.deepEqual(await readdir(outside), []);
+      assert.deepEqual(await tempPathsUnder(root), []);
       await rejectsWithCode(batch.write("link/new/a.txt", bytes("a")), "unsafe_path");
       await rejectsWithCode(batch.write("afile/new/b.txt", bytes("b")), "unsafe_path");
-      await batch.discard();
       assert.deepEqual(await readdir(outside), []);
+      await batch.discard();
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
 

@@ -146,13 +146,15 @@ function stageNewFolders(root: string, folders: readonly string[]): StagedFolder
 
 /**
  * Rename each temporary folder into place. Its parent is checked again for
- * a symlink. rename(2) replaces an empty folder without a word, and Node
- * has no rename that refuses to, so the folder is first made here,
- * exclusively: if something made it meanwhile (anything not under this
- * root's lock, such as a root nested there taking its own lock), even
+ * a symlink. On POSIX systems rename(2) replaces an empty folder without a
+ * word, and Node has no rename that refuses to, so the folder is first made
+ * here, exclusively: if something made it meanwhile (anything not under
+ * this root's lock, such as a root nested there taking its own lock), even
  * empty, it is not replaced: the run stops, and the next one plans against
  * it. The only empty folder the rename can replace is the one just made; a
  * folder that something fills in between makes the rename fail (ENOTEMPTY).
+ * Windows never renames over an existing folder (EPERM), so there the
+ * rename itself refuses, and nothing is made first.
  */
 function commit(root: string, staged: readonly StagedFolder[]): void {
   for (const entry of staged) {
@@ -161,27 +163,31 @@ function commit(root: string, staged: readonly StagedFolder[]): void {
     const check = checkAncestorsSync(root, entry.folder);
     if (check.kind === "unsafe") throw unsafeAncestorError(root, entry.folder, check);
     const target = resolveInside(root, entry.folder);
+    const makeFirst = process.platform !== "win32";
     try {
-      mkdirSync(target);
+      if (makeFirst) mkdirSync(target);
     } catch (error) {
-      if (errnoCode(error) !== "EEXIST") {
-        throw storageError("create the new folder", { root, relPath: entry.folder, error });
-      }
-      throw new DistributorError(
-        "storage_error",
-        `Could not put the new folder ${entry.folder} in place under ${root}: something appeared there while this run wrote it, and distributor does not replace what it did not write. Run again to plan against it.`,
-        { paths: [entry.folder] },
-      );
+      if (errnoCode(error) === "EEXIST") throw appearedError(root, entry.folder);
+      throw storageError("create the new folder", { root, relPath: entry.folder, error });
     }
     try {
       renameSync(resolveInside(root, entry.staging), target);
     } catch (error) {
       // Only if nothing was put in it meanwhile (rmdir removes empty folders only).
-      rmdirSafely(target);
+      if (makeFirst) rmdirSafely(target);
+      else if (kindOf(root, entry.folder) !== "missing") throw appearedError(root, entry.folder);
       throw storageError("put in place the new folder", { root, relPath: entry.folder, error });
     }
     entry.committed = true;
   }
+}
+
+function appearedError(root: string, folder: string): DistributorError {
+  return new DistributorError(
+    "storage_error",
+    `Could not put the new folder ${folder} in place under ${root}: something appeared there while this run wrote it, and distributor does not replace what it did not write. Run again to plan against it.`,
+    { paths: [folder] },
+  );
 }
 
 function rmdirSafely(absolute: string): void {

@@ -5,7 +5,7 @@
  */
 import {
   constants,
-  existsSync,
+  lstatSync,
   mkdirSync,
   renameSync,
   rmSync,
@@ -88,11 +88,20 @@ export interface Staged {
  * would leave a stray folder, or add a file to the published one.
  */
 function makeParent(dir: string, stagedIn: string | undefined): void {
-  if (stagedIn !== undefined && !existsSync(stagedIn)) {
+  if (stagedIn !== undefined && !isFolder(stagedIn)) {
     const error = new Error(`its temporary folder ${stagedIn} is gone`);
     throw Object.assign(error, { code: "ENOENT" });
   }
   mkdirSync(dir, { recursive: true });
+}
+
+/** A real folder: not a symlink to one (lstat), not missing. */
+function isFolder(absolute: string): boolean {
+  try {
+    return lstatSync(absolute).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**
