@@ -176,6 +176,12 @@ test("nestedRootOf names the folder of another root's tool files, never this roo
     [".distributor.json", null],
     [".distributor.json/x/.distributor.lock", null],
     ["sub/.distributor.tmp-1", null],
+    // Temporary folders mark no root either: the tool's own, or a user's of that name.
+    ["sub/.distributor.tmp-0123456789abcdef-0/page.html", null],
+    ["sub/.distributor.tmp-notes/todo.txt", null],
+    // What is inside another root's state path still belongs to that root.
+    ["sub/.distributor.json/.distributor.tmp-1", "sub"],
+    ["sub/.distributor.json/.distributor.tmp-0123456789abcdef-0/x", "sub"],
     ["sub/x.distributor.json", null],
     ["sub/page.html", null],
   ];

@@ -141,13 +141,16 @@ export function isReservedName(relativePath: string): boolean {
  * The folder of another root that a tool file in a listing belongs to: the
  * folder the first reserved name sits in (`sub` for `sub/.distributor.json`,
  * and for `sub/.distributor.json/x` inside a state path that is a folder).
- * null for this root's own tool files (at the top), for temporary files
- * (any root leaves those in any folder it writes) and for other paths.
+ * null for this root's own tool files (at the top), when that first reserved
+ * name is a temporary one (any root leaves temporary files and folders in
+ * any folder it writes; so is a user's `.distributor.tmp-notes/`), and for
+ * other paths.
  */
 export function nestedRootOf(relativePath: string): string | null {
-  if (relativePath.startsWith(RESERVED_PREFIX) || isTempPath(relativePath)) return null;
+  if (relativePath.startsWith(RESERVED_PREFIX)) return null;
   const at = relativePath.indexOf(`/${RESERVED_PREFIX}`);
-  return at > 0 ? relativePath.slice(0, at) : null;
+  if (at <= 0 || relativePath.startsWith(TEMP_PREFIX, at + 1)) return null;
+  return relativePath.slice(0, at);
 }
 
 /** True when any segment of a relative path is reserved (e.g. a temp dir or file). */

@@ -61,12 +61,11 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   let lastFolder = "";
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) {
-      // Temporary files of this root are removed before anything is applied.
-      if (!isTempPath(entry.path)) {
-        addAncestors(toolDirs, entry.path);
-        const nested = nestedRootOf(entry.path);
-        if (nested !== null) nestedRoots.add(nested);
-      }
+      // Temporary files of this root are removed before anything is applied;
+      // one inside another root's state path still marks that root.
+      const nested = nestedRootOf(entry.path);
+      if (nested !== null) nestedRoots.add(nested);
+      if (!isTempPath(entry.path)) addAncestors(toolDirs, entry.path);
       continue;
     }
     // An empty directory blocks a file at its path like any other directory,

@@ -344,6 +344,21 @@ describe("planRun: records and timestamps", () => {
     }
   });
 
+  test("temporary folders mark no nested root, but a temp file in a state path that is a folder does", () => {
+    const plan = (listed: string) =>
+      planRun(input({ outputs: [planned("sub/x.txt")], state: valid(), listing: listing(listed) }));
+    // A killed run's staged folder, or a user's folder named like one: ignored.
+    for (const listed of [
+      "sub/.distributor.tmp-0123456789abcdef-0/x.txt",
+      "sub/.distributor.tmp-notes/todo.txt",
+    ]) {
+      assert.equal(plan(listed).action, "upsert_additive", listed);
+    }
+    const inStatePath = plan("sub/.distributor.json/.distributor.tmp-1");
+    assert.equal(inStatePath.action, "fail_unmanaged");
+    assert.deepEqual(inStatePath.error?.paths, ["sub"]);
+  });
+
   test("force_replace's claim keeps this owner's unplanned records, marked as leftovers", () => {
     const theirs = record("z.txt", { owner: "o/s" });
     const before = {
