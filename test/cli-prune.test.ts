@@ -333,6 +333,14 @@ describe("prune --apply crash safety", () => {
     }
     await killDuringPrune(context, { remaining: COUNT / 3 });
     await checkAfterKill(context.root, context.betaFiles);
+    // What a run killed while writing new folders leaves (_fs-staging.ts): prune removes it too.
+    for (const staged of [
+      ".distributor.tmp-00000000000000d1-0",
+      "alpha/.distributor.tmp-00000000000000d2-1",
+    ]) {
+      await mkdir(path.join(context.root, staged, "deep"), { recursive: true });
+      await writeFile(path.join(context.root, staged, "deep", "page.html"), "staged\n");
+    }
     const rerun = await runCliJson<PruneJson>(["prune", ...ALPHA, ...FUTURE, "--apply"], {
       cwd: context.dir,
     });
