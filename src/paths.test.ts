@@ -182,6 +182,11 @@ test("nestedRootOf names the folder of another root's tool files, never this roo
     // What is inside another root's state path still belongs to that root.
     ["sub/.distributor.json/.distributor.tmp-1", "sub"],
     ["sub/.distributor.json/.distributor.tmp-0123456789abcdef-0/x", "sub"],
+    // A root inside a folder with a temporary name is still a root.
+    ["sub/.distributor.tmp-notes/deeper/.distributor.json", "sub/.distributor.tmp-notes/deeper"],
+    [".distributor.tmp-notes/deeper/.distributor.lock", ".distributor.tmp-notes/deeper"],
+    [".distributor.tmp-notes/x.txt", null],
+    [".distributor.tmp-1", null],
     ["sub/x.distributor.json", null],
     ["sub/page.html", null],
   ];

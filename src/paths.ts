@@ -139,18 +139,25 @@ export function isReservedName(relativePath: string): boolean {
 
 /**
  * The folder of another root that a tool file in a listing belongs to: the
- * folder the first reserved name sits in (`sub` for `sub/.distributor.json`,
- * and for `sub/.distributor.json/x` inside a state path that is a folder).
- * null for this root's own tool files (at the top), when that first reserved
- * name is a temporary one (any root leaves temporary files and folders in
- * any folder it writes; so is a user's `.distributor.tmp-notes/`), and for
- * other paths.
+ * folder the first reserved name that is not a temporary one sits in (`sub`
+ * for `sub/.distributor.json`, and for `sub/.distributor.json/x` inside a
+ * state path that is a folder). Temporary names are passed over: any root
+ * leaves temporary files and folders in any folder it writes, and a user's
+ * `.distributor.tmp-notes/` marks no root, though a root inside it does
+ * (`sub/.distributor.tmp-notes/deeper` for its `deeper/.distributor.lock`).
+ * null for this root's own tool files (at the top, and whatever is in them),
+ * for temporary names alone, and for other paths.
  */
 export function nestedRootOf(relativePath: string): string | null {
-  if (relativePath.startsWith(RESERVED_PREFIX)) return null;
-  const at = relativePath.indexOf(`/${RESERVED_PREFIX}`);
-  if (at <= 0 || relativePath.startsWith(TEMP_PREFIX, at + 1)) return null;
-  return relativePath.slice(0, at);
+  if (relativePath.startsWith(RESERVED_PREFIX) && !relativePath.startsWith(TEMP_PREFIX)) {
+    return null;
+  }
+  for (let from = 0; ; ) {
+    const at = relativePath.indexOf(`/${RESERVED_PREFIX}`, from);
+    if (at < 0) return null;
+    if (!relativePath.startsWith(TEMP_PREFIX, at + 1)) return relativePath.slice(0, at);
+    from = at + 1;
+  }
 }
 
 /** True when any segment of a relative path is reserved (e.g. a temp dir or file). */

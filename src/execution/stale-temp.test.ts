@@ -57,6 +57,10 @@ describe("staleTempPaths", () => {
       file("plain/.distributor.tmp-4"),
       file("lockedness/.distributor.tmp-5"),
       file("locked/.distributor.tmp-00000000000000b7-0/staged.html"),
+      // Inside another root's state path, and a root inside a folder with a temporary name.
+      file("inner/.distributor.json/.distributor.tmp-8"),
+      file("notes/.distributor.tmp-notes/deeper/.distributor.lock"),
+      file("notes/.distributor.tmp-notes/deeper/.distributor.tmp-9"),
     ];
     assert.deepEqual(staleTempPaths(entries), [
       "plain/.distributor.tmp-4",

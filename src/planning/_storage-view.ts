@@ -62,10 +62,11 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
   for (const entry of listing) {
     if (hasReservedSegment(entry.path)) {
       // Temporary files of this root are removed before anything is applied;
-      // one inside another root's state path still marks that root.
+      // one inside another root's state path still marks that root, and
+      // its folders cannot be cleared.
       const nested = nestedRootOf(entry.path);
       if (nested !== null) nestedRoots.add(nested);
-      if (!isTempPath(entry.path)) addAncestors(toolDirs, entry.path);
+      if (nested !== null || !isTempPath(entry.path)) addAncestors(toolDirs, entry.path);
       continue;
     }
     // An empty directory blocks a file at its path like any other directory,

@@ -357,6 +357,18 @@ describe("planRun: records and timestamps", () => {
     const inStatePath = plan("sub/.distributor.json/.distributor.tmp-1");
     assert.equal(inStatePath.action, "fail_unmanaged");
     assert.deepEqual(inStatePath.error?.paths, ["sub"]);
+    // The same on a root without a state, and for a file planned where that root is.
+    const listed = listing("sub/.distributor.json/.distributor.tmp-1");
+    const missing = { class: "missing" } as const;
+    for (const [state, output] of [
+      [missing, "sub/x.txt"],
+      [valid(), "sub"],
+      [missing, "sub"],
+    ] as const) {
+      const blocked = planRun(input({ outputs: [planned(output)], state, listing: listed }));
+      assert.equal(blocked.action, "fail_unmanaged", `${state.class} ${output}`);
+      assert.deepEqual(blocked.error?.paths, ["sub"], `${state.class} ${output}`);
+    }
   });
 
   test("force_replace's claim keeps this owner's unplanned records, marked as leftovers", () => {
