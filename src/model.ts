@@ -54,6 +54,13 @@ export type OutputContent =
        * swapped for a symlink, since it was verified (storage/_source-read.ts).
        */
       sha256?: string;
+      /**
+       * The bytes verification read and hashed, kept for small files
+       * (bundle/_verified-bytes.ts): a driver writes these and does not read
+       * the file again. In shared memory, so they cross to write threads
+       * without a copy.
+       */
+      verifiedBytes?: Uint8Array;
     }
   | { type: "bytes"; bytes: Uint8Array };
 

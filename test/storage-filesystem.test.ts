@@ -295,6 +295,34 @@ describe("filesystem driver: copied outputs", () => {
       }
     }),
   );
+
+  it(
+    "bytes kept from verification are published as they are, without reading the file",
+    sandboxed(async ({ root, outside, driver }) => {
+      for (let i = 0; i < 100; i++) await driver.write(`warm/f${i}.txt`, bytes(`${i}`));
+      assert.ok(writePoolSize() > 0, "the write threads take the small writes");
+      // As bundle/_verified-bytes.ts keeps them: views of one shared block.
+      const shared = new Uint8Array(new SharedArrayBuffer(64));
+      shared.set(Buffer.from("kept-one|kept-two"));
+      const keptAt = (start: number, end: number) =>
+        new Uint8Array(shared.buffer, start, end - start);
+      // The file is gone: only the kept bytes can be what is published.
+      const absPath = path.join(outside, "gone.txt");
+      const contentOf = (verifiedBytes: Uint8Array) => ({
+        type: "file" as const,
+        absPath,
+        size: verifiedBytes.byteLength,
+        sha256: `sha256:${createHash("sha256").update(verifiedBytes).digest("hex")}`,
+        verifiedBytes,
+      });
+      await driver.write("pooled.txt", contentOf(keptAt(0, 8)));
+      // A conditional write takes the asynchronous path (_fs-write.ts, writeLarge).
+      await driver.write("conditional.txt", contentOf(keptAt(9, 17)), { ifMatch: null });
+      assert.equal(await readFile(path.join(root, "pooled.txt"), "utf8"), "kept-one");
+      assert.equal(await readFile(path.join(root, "conditional.txt"), "utf8"), "kept-two");
+      assert.deepEqual(await tempFilesUnder(root), []);
+    }),
+  );
 });
 
 describe("filesystem driver: symlinks are never followed", () => {

@@ -413,6 +413,29 @@ describe("write", () => {
     });
   }
 
+  test("bytes kept from verification are sent as they are, without reading the file", async () => {
+    // As bundle/_verified-bytes.ts keeps them: a view of a shared block.
+    const shared = new Uint8Array(new SharedArrayBuffer(32));
+    shared.set(Buffer.from("xx-kept bytes-yy"));
+    const verifiedBytes = new Uint8Array(shared.buffer, 3, 10);
+    const sha256 = `sha256:${createHash("sha256").update(verifiedBytes).digest("hex")}`;
+    const content = {
+      type: "file" as const,
+      absPath: path.join(tmp, "never-there.txt"),
+      size: 10,
+      sha256,
+      verifiedBytes,
+    };
+    const d = driver("kept");
+    await d.write("k.txt", content, { sha256 });
+    // A conditional write goes through the SDK rather than the direct PUT.
+    await d.write("c.txt", content, { sha256, ifMatch: null });
+    for (const key of ["k.txt", "c.txt"]) {
+      assert.equal(text((await d.read(key))?.bytes ?? new Uint8Array()), "kept bytes");
+      assert.equal((await head(`kept/${key}`)).Metadata?.sha256, sha256);
+    }
+  });
+
   test("a missing source file is a storage_error naming the object", async () => {
     const d = driver("write-missing");
     await assert.rejects(

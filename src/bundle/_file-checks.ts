@@ -10,6 +10,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "
 import path from "node:path";
 import { errnoCode } from "../errors.js";
 import { sha256Hex } from "../hashing.js";
+import { KEEP_MAX_FILE_BYTES, reserve, type VerifiedBytesStore } from "./_verified-bytes.js";
 
 /** What a check needs to know about a listed file. */
 export interface FileToCheck {
@@ -17,6 +18,8 @@ export interface FileToCheck {
   size: number;
   /** `sha256:<64 lowercase hex>` */
   sha256: string;
+  /** Its index in the bundle's list, where a store of kept bytes records it (_verified-bytes.ts). */
+  at?: number;
 }
 
 const READ_CHUNK = 1024 * 1024;
@@ -68,23 +71,34 @@ export class FileChecker {
   readonly root: string;
   readonly #directories = new Map<string, string | null>();
   readonly #buffer = Buffer.allocUnsafe(READ_CHUNK);
+  readonly #store: VerifiedBytesStore | null;
+  readonly #kept: Uint8Array | null;
 
-  constructor(root: string) {
+  /** `store`: where to keep the bytes of small good files (see _verified-bytes.ts). */
+  constructor(root: string, store: VerifiedBytesStore | null = null) {
     this.root = root;
+    this.#store = store;
+    this.#kept = store && new Uint8Array(store.bytes);
   }
 
   /** Problems of `files` in order: null for a good file, else why it is bad. */
   checkAll(files: readonly FileToCheck[]): (string | null)[] {
-    return files.map((file) => this.check(file));
+    return files.map((file, index) => this.check(file, index));
   }
 
   /**
    * Why a listed file is bad, or null: every parent must be a real directory
    * (not a symlink), the file a regular file (not a symlink) with the listed
    * size and SHA-256. A size mismatch is decided without reading the content.
+   * `at`: the file's index in the bundle's list; a small good file's bytes
+   * are then kept in the checker's store, if it has room.
    */
-  check(file: FileToCheck): string | null {
+  check(file: FileToCheck, at = file.at): string | null {
     return this.#withOpenFile(file, (fd) => {
+      if (this.#kept !== null && at !== undefined && file.size <= KEEP_MAX_FILE_BYTES) {
+        const start = reserve(this.#store as VerifiedBytesStore, file.size + 1);
+        if (start >= 0) return this.#checkKept(file, fd, start, at);
+      }
       const first = this.#read(fd, 0);
       if (first < READ_CHUNK) {
         // The whole file in one read (a short read of a regular file is its
@@ -149,6 +163,21 @@ export class FileChecker {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * `check` reading into the store at `start`, where `file.size + 1` bytes are
+   * reserved: a single read that fills them all means the file grew since
+   * fstat. Recorded as kept only once its digest matched.
+   */
+  #checkKept(file: FileToCheck, fd: number, start: number, at: number): string | null {
+    const kept = this.#kept as Uint8Array;
+    const n = readSync(fd, kept, start, file.size + 1, 0);
+    if (n > file.size) return `changed while being read (longer than ${file.size} bytes)`;
+    if (n !== file.size) return sizeProblem(file, n);
+    const problem = digestProblem(file, sha256Hex(kept.subarray(start, start + n)));
+    if (problem === null) Atomics.store((this.#store as VerifiedBytesStore).starts, at, start);
+    return problem;
   }
 
   #read(fd: number, position: number): number {

@@ -93,7 +93,7 @@ describe("checkHere", () => {
         turns++;
       }
     })();
-    const problems = await checkHere(dir, files, new EventLoopTurns(0));
+    const problems = await checkHere(dir, files, null, new EventLoopTurns(0));
     counting = false;
     assert.equal(problems.length, 20);
     assert.match(problems[3] ?? "", /sha256 mismatch/);

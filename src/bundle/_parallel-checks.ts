@@ -17,6 +17,7 @@ import {
   type WorkClaims,
 } from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
+import type { VerifiedBytesStore } from "./_verified-bytes.js";
 
 /** What one worker is sent. */
 export interface ShardInput {
@@ -24,6 +25,8 @@ export interface ShardInput {
   files: FileToCheck[];
   /** The helper takes files from the front; the calling thread from the back (see shareTails). */
   claims: WorkClaims;
+  /** Where to keep small good files' bytes (_verified-bytes.ts); shared, not copied. */
+  store: VerifiedBytesStore | null;
 }
 
 /**
@@ -124,7 +127,7 @@ export function shardsOf(files: readonly FileToCheck[], helpers: number): Shard[
     for (const shard of shards) if (shard.cost < cheapest.cost) cheapest = shard;
     cheapest.cost += file.size + PER_FILE_COST;
     // Only the fields the check needs cross the thread boundary.
-    cheapest.files.push({ path: file.path, size: file.size, sha256: file.sha256 });
+    cheapest.files.push({ path: file.path, size: file.size, sha256: file.sha256, at: index });
     cheapest.indexes.push(index);
   }
   return shards.filter((shard) => shard.files.length > 0);
@@ -138,9 +141,10 @@ export function shardsOf(files: readonly FileToCheck[], helpers: number): Shard[
 export async function checkHere(
   root: string,
   files: readonly FileToCheck[],
+  store: VerifiedBytesStore | null = null,
   turns = new EventLoopTurns(),
 ): Promise<(string | null)[]> {
-  const checker = new FileChecker(root);
+  const checker = new FileChecker(root, store);
   const problems: (string | null)[] = [];
   for (const file of files) {
     problems.push(checker.check(file));
@@ -182,8 +186,12 @@ export interface SharedShard {
 }
 
 /** Take files from the back of each shard until its helper and this thread meet. */
-async function shareTails(root: string, shards: readonly SharedShard[]): Promise<void> {
-  const checker = new FileChecker(root);
+async function shareTails(
+  root: string,
+  shards: readonly SharedShard[],
+  store: VerifiedBytesStore | null,
+): Promise<void> {
+  const checker = new FileChecker(root, store);
   const turns = new EventLoopTurns();
   for (const shard of shards) {
     const canTake = (index: number) =>
@@ -202,16 +210,21 @@ async function shareTails(root: string, shards: readonly SharedShard[]): Promise
  * do not add up to the shard, whatever this thread did not take is checked
  * here again.
  */
-export async function shardProblems(root: string, shard: SharedShard): Promise<(string | null)[]> {
+export async function shardProblems(
+  root: string,
+  shard: SharedShard,
+  store: VerifiedBytesStore | null = null,
+): Promise<(string | null)[]> {
   const { files, taken } = shard;
   const back = files.length - taken.size;
   for (let index = back; index < files.length; index++) {
     // The back is taken in one run from the end; anything else is a bug, and
     // a file is never reported good without a check: all are checked here.
-    if (!taken.has(index)) return checkHere(root, files);
+    if (!taken.has(index)) return checkHere(root, files, store);
   }
   let front = await shard.answer;
-  if (front === null || front.length !== back) front = await checkHere(root, files.slice(0, back));
+  if (front === null || front.length !== back)
+    front = await checkHere(root, files.slice(0, back), store);
   const problems = [...front];
   for (let index = back; index < files.length; index++) {
     problems.push(taken.get(index) as string | null);
@@ -229,24 +242,25 @@ export async function shardProblems(root: string, shard: SharedShard): Promise<(
 export async function checkFiles(
   root: string,
   files: readonly FileToCheck[],
-  options: CheckOptions = {},
+  options: CheckOptions & { store?: VerifiedBytesStore | null } = {},
 ): Promise<(string | null)[]> {
+  const store = options.store ?? null;
   const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
   if (helpers <= 0) {
     options.meanwhile?.();
-    return new FileChecker(root).checkAll(files);
+    return new FileChecker(root, store).checkAll(files);
   }
   const shards = shardsOf(files, helpers);
   const shared: SharedShard[] = shards.map((shard) => {
     const claims = newWorkClaims(shard.files.length);
-    const answer = checkInWorker({ root, files: shard.files, claims });
+    const answer = checkInWorker({ root, files: shard.files, claims, store });
     return { files: shard.files, claims, answer, taken: new Map() };
   });
   options.meanwhile?.();
-  await shareTails(root, shared);
+  await shareTails(root, shared, store);
   const problems = new Array<string | null>(files.length);
   for (const [s, shard] of shards.entries()) {
-    const shardResult = await shardProblems(root, shared[s] as SharedShard);
+    const shardResult = await shardProblems(root, shared[s] as SharedShard, store);
     shard.indexes.forEach((index, i) => {
       problems[index] = shardResult[i] as string | null;
     });

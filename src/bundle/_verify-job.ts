@@ -9,8 +9,8 @@ import { FileChecker } from "./_file-checks.js";
 import type { ShardInput } from "./_parallel-checks.js";
 
 export function runJob(input: unknown): JobResult {
-  const { root, files, claims } = input as ShardInput;
-  const checker = new FileChecker(root);
+  const { root, files, claims, store } = input as ShardInput;
+  const checker = new FileChecker(root, store);
   const problems: (string | null)[] = [];
   for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
     problems.push(checker.check(files[index] as (typeof files)[number]));

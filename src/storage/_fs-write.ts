@@ -170,8 +170,9 @@ async function fillTemp(temp: string, content: OutputContent, durable: boolean) 
     // Not a kernel copy (copyFile): the bytes are hashed on the way, so that
     // only the verified ones are published (_source-read.ts). The new file
     // gets the mode any new file gets, not the source's.
-    if (content.type === "file") await copyVerified(content, handle);
-    else await handle.writeFile(content.bytes);
+    if (content.type === "bytes") await handle.writeFile(content.bytes);
+    else if (content.verifiedBytes !== undefined) await handle.writeFile(content.verifiedBytes);
+    else await copyVerified(content, handle);
     if (durable) await handle.sync();
     return tokenOf(await handle.stat());
   } finally {
@@ -237,9 +238,13 @@ export function writeSmallSync(
     throw storageError("create the directory for", { root, relPath, error });
   }
   try {
-    // A source file is read and checked whole (see fillTemp), then written.
+    // A source file's bytes kept from verification, or else the file read
+    // and checked whole (see fillTemp), then written.
     const content = options.content;
-    const bytes = content.type === "file" ? readVerifiedSync(content) : content.bytes;
+    const bytes =
+      content.type === "bytes"
+        ? content.bytes
+        : (content.verifiedBytes ?? readVerifiedSync(content));
     if (options.stagedIn !== undefined && createSync(options.target, bytes)) {
       return tokenOf(statSync(options.target));
     }

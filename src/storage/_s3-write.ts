@@ -58,6 +58,12 @@ export async function sendObject(
         )
       : putBytes(target.client, params, bytes);
   if (content.type === "bytes") return putSmall(content.bytes);
+  // Bytes kept from verification (small files only) are the verified ones:
+  // sent as they are, without reading the file again. The digest given for
+  // the object's metadata must be theirs.
+  if (content.verifiedBytes !== undefined && content.sha256 === options.sha256) {
+    return putSmall(content.verifiedBytes);
+  }
   const upload: FileUpload = {
     client: target.client,
     // The digest goes into the object's metadata only when the bytes sent are

@@ -344,6 +344,44 @@ describe("planOutputs", () => {
       strip(await planOutputs(bundle, pipeline())),
     );
   });
+
+  test("keepBytes gives each small source output the bytes verification read", async () => {
+    const large = Buffer.alloc(300 * 1024, 1);
+    const files = { "a.md": "# A", "b.md": "# B", "c.txt": "c", "d/e.txt": "e", "f.bin": large };
+    const dir = await writeTestBundle(files);
+    const bundle = await openBundle(dir);
+    const transforms = [markdownTransform({ include: ["b.md"], keepSource: true })];
+    const outputs = await planOutputs(bundle, pipeline({ exclude: ["c.txt"], transforms }), {
+      keepBytes: true,
+    });
+    const kept = new Map<string, string | undefined>();
+    for (const { path: at, content } of outputs) {
+      const bytes = content.type === "file" ? content.verifiedBytes : undefined;
+      kept.set(at, bytes && Buffer.from(bytes).toString());
+    }
+    // a.md is published as it is (the transform takes b.md only); b.md is
+    // rendered and kept as a source; f.bin is too large to keep.
+    assert.deepEqual(Object.fromEntries(kept), {
+      "a.md": "# A",
+      "b.html": undefined,
+      "b.md": "# B",
+      "d/e.txt": "e",
+      "f.bin": undefined,
+    });
+    // Changed after verification: the kept bytes are still the verified ones.
+    await writeFile(path.join(dir, "d/e.txt"), "E");
+    const e = outputs.find((o) => o.path === "d/e.txt") as PlannedOutput;
+    assert.equal(
+      e.content.type === "file" && Buffer.from(e.content.verifiedBytes ?? []).toString(),
+      "e",
+    );
+    await writeFile(path.join(dir, "d/e.txt"), "e");
+    const plain = await planOutputs(await openBundle(dir), pipeline());
+    assert.ok(plain.some((o) => o.content.type === "file"));
+    assert.ok(
+      plain.every((o) => o.content.type !== "file" || o.content.verifiedBytes === undefined),
+    );
+  });
 });
 
 describe("planOutputs with a render cache", () => {

@@ -7,6 +7,7 @@
  */
 import { FileChecker } from "../bundle/_file-checks.js";
 import type { CheckOptions } from "../bundle/_parallel-checks.js";
+import { keptBytes, type VerifiedBytesStore } from "../bundle/_verified-bytes.js";
 import { verifyFiles } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
@@ -47,6 +48,11 @@ export interface PlanOutputsOptions extends CheckOptions {
    * Documents rendered here are added to it.
    */
   renderCache?: RenderCache;
+  /**
+   * Keep the bytes of small source files from verification, and give them to
+   * their outputs (`verifiedBytes`): for a run that will publish them.
+   */
+  keepBytes?: boolean;
 }
 
 /**
@@ -80,8 +86,9 @@ export async function planOutputs(
   let cache: CacheLookup | undefined;
   const { renderCache } = options;
   const generated: PlannedOutput[] = [];
-  await verifyFiles(bundle, {
+  const kept = await verifyFiles(bundle, {
     ...options,
+    keepBytes: options.keepBytes === true,
     // Planned while the helper threads verify (the documents to render here
     // depend on the layout and the render cache), and rendered meanwhile too.
     readHere: () => {
@@ -103,6 +110,7 @@ export async function planOutputs(
     },
   });
   if (!layout) throw layoutError;
+  if (kept) attachKeptBytes(layout.sources, bundle.files, kept);
   // Every document is rendered here or deferred from the cache: verifyFiles
   // fails the bundle for any document it could not hand over.
   const missing = layout.transforms.size - generated.length - (cache?.hits.size ?? 0);
@@ -118,6 +126,28 @@ export async function planOutputs(
     generated.push(deferredOutput(file, cached, layout, cache as CacheLookup, checkerOf));
   }
   return [...layout.sources, ...generated].sort((a, b) => compareUtf8(a.path, b.path));
+}
+
+/**
+ * Give each source output the bytes verification kept of its file (see
+ * _verified-bytes.ts), so that publishing writes them instead of reading
+ * the file again. `sources` are in the order of `files` (layoutOf), so one
+ * walk over both finds each file's index; an output not found that way
+ * keeps reading its file, which is always safe.
+ */
+function attachKeptBytes(
+  sources: readonly PlannedOutput[],
+  files: readonly ManifestFile[],
+  kept: VerifiedBytesStore,
+): void {
+  let index = 0;
+  for (const { sourcePath, content } of sources) {
+    while (index < files.length && (files[index] as ManifestFile).path !== sourcePath) index++;
+    if (index === files.length) return;
+    const file = files[index] as ManifestFile;
+    const bytes = keptBytes(kept, index, file.size);
+    if (bytes !== undefined && content.type === "file") content.verifiedBytes = bytes;
+  }
 }
 
 function render(file: ManifestFile, content: Uint8Array, layout: Layout): PlannedOutput {

@@ -1,0 +1,86 @@
+/**
+ * The bytes of small bundle files, kept from verification until they are
+ * published. Verification reads and hashes every listed file (SPEC §2); a copy
+ * made later would have to read and hash the file again, because it may have
+ * changed since (storage/_source-read.ts). For small files that second pass
+ * was most of the copy: an open, a stat, a read, a close and a SHA-256 per
+ * file, about 36,000 system calls for the 9,000 small files of the
+ * benchmark's M. Kept here, the bytes published are the very bytes hashed,
+ * and nothing is read twice.
+ *
+ * One block of shared memory holds them, so that the helper threads that
+ * verify can fill it and the write threads can write from it without a byte
+ * crossing a message: a thread that verifies a file reserves its place
+ * (one compare-and-swap), reads the file straight into it and hashes it
+ * there. The block is bounded (MAX_KEPT_BYTES); files that do not fit, or
+ * that are larger than KEEP_MAX_FILE_BYTES, are read again when copied, as
+ * before. A place is written once, by the thread that reserved it, before
+ * verification ends, and only read afterwards.
+ */
+import { totalmem } from "node:os";
+
+/**
+ * Files up to this size are kept: the size up to which a filesystem write
+ * runs synchronously on a write thread (storage/_fs-write.ts). Larger ones
+ * are copied in chunks, where a second read costs little next to the copy.
+ */
+export const KEEP_MAX_FILE_BYTES = 256 * 1024;
+
+/**
+ * At most this much memory is kept, and at most 1/16 of the machine's:
+ * the benchmark's C (100,000 files, 450 MB) keeps a little over half of its
+ * files, and the rest are read again as before.
+ */
+const MAX_KEPT_BYTES = 256 * 1024 * 1024;
+
+/** Where kept bytes are: plain shared memory, so it can be sent to helper threads as is. */
+export interface VerifiedBytesStore {
+  bytes: SharedArrayBuffer;
+  /** The first free byte of `bytes`, at [0]. */
+  next: Int32Array<SharedArrayBuffer>;
+  /** For each listed file (by its index in the list): where its bytes start, or -1. */
+  starts: Int32Array<SharedArrayBuffer>;
+}
+
+/**
+ * A store for the small files of `files`, sized to hold them all (one byte
+ * more each: see FileChecker) within the bound; null when none would fit.
+ */
+export function newVerifiedBytesStore(
+  files: readonly { size: number }[],
+  limit = Math.min(MAX_KEPT_BYTES, Math.floor(totalmem() / 16)),
+): VerifiedBytesStore | null {
+  let wanted = 0;
+  for (const file of files) {
+    if (file.size <= KEEP_MAX_FILE_BYTES) wanted += file.size + 1;
+    if (wanted >= limit) break;
+  }
+  const capacity = Math.min(wanted, limit);
+  if (capacity === 0) return null;
+  const starts = new Int32Array(new SharedArrayBuffer(files.length * 4));
+  starts.fill(-1);
+  return {
+    bytes: new SharedArrayBuffer(capacity),
+    next: new Int32Array(new SharedArrayBuffer(4)),
+    starts,
+  };
+}
+
+/** Reserve `length` bytes; where they start, or -1 when the store is full. */
+export function reserve(store: VerifiedBytesStore, length: number): number {
+  for (;;) {
+    const start = Atomics.load(store.next, 0);
+    if (start + length > store.bytes.byteLength) return -1;
+    if (Atomics.compareExchange(store.next, 0, start, start + length) === start) return start;
+  }
+}
+
+/** The kept bytes of the file at `index` of the list (`size` of them), if it was kept. */
+export function keptBytes(
+  store: VerifiedBytesStore,
+  index: number,
+  size: number,
+): Uint8Array | undefined {
+  const start = store.starts[index] ?? -1;
+  return start < 0 ? undefined : new Uint8Array(store.bytes, start, size);
+}
