@@ -45,7 +45,8 @@ export type OutputContent =
       absPath: string;
       /**
        * The size verification found (the manifest's), so that a driver can pick
-       * its write path without a stat of its own. The copy itself reads the file.
+       * its write path without a stat of its own. The copy itself reads the
+       * file, unless `verifiedBytes` are given.
        */
       size?: number;
       /**

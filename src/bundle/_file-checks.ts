@@ -10,7 +10,12 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "
 import path from "node:path";
 import { errnoCode } from "../errors.js";
 import { sha256Hex } from "../hashing.js";
-import { KEEP_MAX_FILE_BYTES, reserve, type VerifiedBytesStore } from "./_verified-bytes.js";
+import {
+  isWanted,
+  KEEP_MAX_FILE_BYTES,
+  reserve,
+  type VerifiedBytesStore,
+} from "./_verified-bytes.js";
 
 /** What a check needs to know about a listed file. */
 export interface FileToCheck {
@@ -95,8 +100,14 @@ export class FileChecker {
    */
   check(file: FileToCheck, at = file.at): string | null {
     return this.#withOpenFile(file, (fd) => {
-      if (this.#kept !== null && at !== undefined && file.size <= KEEP_MAX_FILE_BYTES) {
-        const start = reserve(this.#store as VerifiedBytesStore, file.size + 1);
+      const store = this.#store;
+      if (
+        store !== null &&
+        at !== undefined &&
+        file.size <= KEEP_MAX_FILE_BYTES &&
+        isWanted(store, at)
+      ) {
+        const start = reserve(store, file.size + 1);
         if (start >= 0) return this.#checkKept(file, fd, start, at);
       }
       const first = this.#read(fd, 0);

@@ -12,10 +12,11 @@
  * verify can fill it and the write threads can write from it without a byte
  * crossing a message: a thread that verifies a file reserves its place
  * (one compare-and-swap), reads the file straight into it and hashes it
- * there. The block is bounded (MAX_KEPT_BYTES); files that do not fit, or
+ * there. The block is bounded (keepBudget); files that do not fit, or
  * that are larger than KEEP_MAX_FILE_BYTES, are read again when copied, as
  * before. A place is written once, by the thread that reserved it, before
- * verification ends, and only read afterwards.
+ * verification ends, and only read afterwards. The bound is per run
+ * (KeepBudget): the stores of a run's bundles all live until it ends.
  */
 import { totalmem } from "node:os";
 
@@ -26,12 +27,25 @@ import { totalmem } from "node:os";
  */
 export const KEEP_MAX_FILE_BYTES = 256 * 1024;
 
-/**
- * At most this much memory is kept, and at most 1/16 of the machine's:
- * the benchmark's C (100,000 files, 450 MB) keeps a little over half of its
- * files, and the rest are read again as before.
- */
+/** At most this much memory is kept in a run (see keepBudget). */
 const MAX_KEPT_BYTES = 256 * 1024 * 1024;
+
+/** What a run may still keep, in bytes, over all of its bundles. */
+export interface KeepBudget {
+  remaining: number;
+}
+
+/**
+ * A run's budget: MAX_KEPT_BYTES, and at most 1/16 of the memory the process
+ * may use (the machine's, or a container's limit when lower). The
+ * benchmark's C (100,000 files, 450 MB) keeps a little over half of its
+ * files within it; the rest are read again as before.
+ */
+export function keepBudget(): KeepBudget {
+  const constrained = process.constrainedMemory?.() || Number.POSITIVE_INFINITY;
+  const memory = Math.min(totalmem(), constrained);
+  return { remaining: Math.min(MAX_KEPT_BYTES, Math.floor(memory / 16)) };
+}
 
 /** Where kept bytes are: plain shared memory, so it can be sent to helper threads as is. */
 export interface VerifiedBytesStore {
@@ -40,15 +54,22 @@ export interface VerifiedBytesStore {
   next: Int32Array<SharedArrayBuffer>;
   /** For each listed file (by its index in the list): where its bytes start, or -1. */
   starts: Int32Array<SharedArrayBuffer>;
+  /**
+   * For each listed file: 1 while it may be kept, 0 once the caller knows it
+   * will not be copied (excluded, or only rendered): see keepOnly.
+   */
+  wanted: Uint8Array<SharedArrayBuffer>;
 }
 
 /**
  * A store for the small files of `files`, sized to hold them all (one byte
- * more each: see FileChecker) within the bound; null when none would fit.
+ * more each: see FileChecker) within `limit` bytes; null when none would
+ * fit. Memory is only used as files are kept: the block is reserved, not
+ * touched.
  */
 export function newVerifiedBytesStore(
   files: readonly { size: number }[],
-  limit = Math.min(MAX_KEPT_BYTES, Math.floor(totalmem() / 16)),
+  limit: number,
 ): VerifiedBytesStore | null {
   let wanted = 0;
   for (const file of files) {
@@ -56,14 +77,35 @@ export function newVerifiedBytesStore(
     if (wanted >= limit) break;
   }
   const capacity = Math.min(wanted, limit);
-  if (capacity === 0) return null;
+  if (capacity <= 0) return null;
   const starts = new Int32Array(new SharedArrayBuffer(files.length * 4));
   starts.fill(-1);
+  const keep = new Uint8Array(new SharedArrayBuffer(files.length));
+  keep.fill(1);
   return {
     bytes: new SharedArrayBuffer(capacity),
     next: new Int32Array(new SharedArrayBuffer(4)),
     starts,
+    wanted: keep,
   };
+}
+
+/**
+ * Keep only the files at `indexes` (ascending) from now on: the others are
+ * not copied by this run. Files checked before this call may have been kept
+ * all the same, which costs memory, not correctness.
+ */
+export function keepOnly(store: VerifiedBytesStore, indexes: readonly number[]): void {
+  let next = 0;
+  for (let index = 0; index < store.wanted.length; index++) {
+    if (indexes[next] === index) next++;
+    else Atomics.store(store.wanted, index, 0);
+  }
+}
+
+/** Whether the file at `index` may still be kept. */
+export function isWanted(store: VerifiedBytesStore, index: number): boolean {
+  return Atomics.load(store.wanted, index) === 1;
 }
 
 /** Reserve `length` bytes; where they start, or -1 when the store is full. */
@@ -75,12 +117,17 @@ export function reserve(store: VerifiedBytesStore, length: number): number {
   }
 }
 
+/** How many bytes of the store are taken. */
+export function usedBytes(store: VerifiedBytesStore): number {
+  return Atomics.load(store.next, 0);
+}
+
 /** The kept bytes of the file at `index` of the list (`size` of them), if it was kept. */
 export function keptBytes(
   store: VerifiedBytesStore,
   index: number,
   size: number,
 ): Uint8Array | undefined {
-  const start = store.starts[index] ?? -1;
+  const start = Atomics.load(store.starts, index);
   return start < 0 ? undefined : new Uint8Array(store.bytes, start, size);
 }

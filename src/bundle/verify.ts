@@ -10,7 +10,7 @@ import { DistributorError, errnoCode } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
 import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
 import { type CheckOptions, checkFiles, prestartChecks } from "./_parallel-checks.js";
-import { newVerifiedBytesStore, type VerifiedBytesStore } from "./_verified-bytes.js";
+import type { VerifiedBytesStore } from "./_verified-bytes.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
 async function resolveBundleDir(dir: string): Promise<string> {
@@ -109,11 +109,10 @@ export interface VerifyOptions extends CheckOptions {
    */
   onContent?: (file: ManifestFile, bytes: Buffer) => void;
   /**
-   * Keep the bytes of small files as they are verified, for publishing them
-   * without reading them again (_verified-bytes.ts): verifyFiles then
-   * returns where they are.
+   * Where to keep the bytes of small files as they are verified, for
+   * publishing them without reading them again (_verified-bytes.ts).
    */
-  keepBytes?: boolean;
+  store?: VerifiedBytesStore | null;
 }
 
 /**
@@ -121,11 +120,8 @@ export interface VerifyOptions extends CheckOptions {
  * nor any parent directory a symlink — whose size and SHA-256 match the
  * manifest (SPEC §2). Each file is read once, in chunks (never whole in
  * memory, except `readHere` files, which are read twice, and the small files
- * `keepBytes` keeps), on worker threads for all but small bundles (see
+ * kept in `store`), on worker threads for all but small bundles (see
  * _parallel-checks.ts). Nothing in the bundle is modified.
- *
- * Returns where the kept bytes are (null without `keepBytes`, or when no
- * file is small enough).
  *
  * @throws DistributorError `source_invalid` listing every bad file with its
  *   reason (`paths` holds them all, in manifest order).
@@ -133,9 +129,8 @@ export interface VerifyOptions extends CheckOptions {
 export async function verifyFiles(
   bundle: SourceBundle,
   options: VerifyOptions = {},
-): Promise<VerifiedBytesStore | null> {
+): Promise<void> {
   const { readHere, onContent } = options;
-  const store = options.keepBytes === true ? newVerifiedBytesStore(bundle.files) : null;
   const problemsHere = new Map<string, string>();
   // The caller's errors, rethrown once the bundle has verified.
   let callerError: { error: unknown } | undefined;
@@ -157,7 +152,6 @@ export async function verifyFiles(
   const problems = await checkFiles(bundle.dir, bundle.files, {
     ...options,
     meanwhile: readFilesHere,
-    store,
   });
   const bad: { path: string; problem: string }[] = [];
   bundle.files.forEach((file, index) => {
@@ -174,7 +168,6 @@ export async function verifyFiles(
     );
   }
   if (callerError) throw callerError.error;
-  return store;
 }
 
 /**

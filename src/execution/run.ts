@@ -6,6 +6,7 @@
 
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
+import { keepBudget } from "../bundle/_verified-bytes.js";
 import { openBundle } from "../bundle/verify.js";
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
@@ -174,6 +175,8 @@ async function prepareSources(
   early: EarlyStates,
 ): Promise<Map<string, PreparedSource>> {
   const sourceOverride = options.source;
+  // One for the run: every bundle's kept bytes live until it ends.
+  const budget = keepBudget();
   const meanwhile = () => early.start();
   const prepared = new Map<string, PreparedSource>();
   for (const { pipeline } of pairs) {
@@ -187,8 +190,12 @@ async function prepareSources(
     }
     const bundle = await openBundle(dir);
     // Verifies the bundle while it renders (see planOutputs).
-    const keepBytes = options.dryRun !== true && firstPublishLikely(pairs, pipeline.id);
-    const outputs = await planOutputs(bundle, pipeline, { renderCache, meanwhile, keepBytes });
+    const keep = options.dryRun !== true && firstPublishLikely(pairs, pipeline.id);
+    const outputs = await planOutputs(bundle, pipeline, {
+      renderCache,
+      meanwhile,
+      keepBytes: keep ? budget : undefined,
+    });
     prepared.set(pipeline.id, { identity: bundle.identity, outputs });
   }
   return prepared;

@@ -351,9 +351,13 @@ describe("planOutputs", () => {
     const dir = await writeTestBundle(files);
     const bundle = await openBundle(dir);
     const transforms = [markdownTransform({ include: ["b.md"], keepSource: true })];
+    const budget = { remaining: 1024 * 1024 };
     const outputs = await planOutputs(bundle, pipeline({ exclude: ["c.txt"], transforms }), {
-      keepBytes: true,
+      keepBytes: budget,
     });
+    // Charged for what was kept: a.md, b.md and d/e.txt, one byte more each.
+    // c.txt is excluded; b.md (kept as a source) is rendered too.
+    assert.equal(budget.remaining, 1024 * 1024 - (4 + 4 + 2));
     const kept = new Map<string, string | undefined>();
     for (const { path: at, content } of outputs) {
       const bytes = content.type === "file" ? content.verifiedBytes : undefined;

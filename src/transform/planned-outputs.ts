@@ -7,7 +7,14 @@
  */
 import { FileChecker } from "../bundle/_file-checks.js";
 import type { CheckOptions } from "../bundle/_parallel-checks.js";
-import { keptBytes, type VerifiedBytesStore } from "../bundle/_verified-bytes.js";
+import {
+  type KeepBudget,
+  keepOnly,
+  keptBytes,
+  newVerifiedBytesStore,
+  usedBytes,
+  type VerifiedBytesStore,
+} from "../bundle/_verified-bytes.js";
 import { verifyFiles } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
@@ -49,10 +56,11 @@ export interface PlanOutputsOptions extends CheckOptions {
    */
   renderCache?: RenderCache;
   /**
-   * Keep the bytes of small source files from verification, and give them to
-   * their outputs (`verifiedBytes`): for a run that will publish them.
+   * Keep the bytes of small source files from verification, within this
+   * budget (which is charged what is kept), and give them to their outputs
+   * (`verifiedBytes`): for a run that will publish them.
    */
-  keepBytes?: boolean;
+  keepBytes?: KeepBudget;
 }
 
 /**
@@ -86,9 +94,14 @@ export async function planOutputs(
   let cache: CacheLookup | undefined;
   const { renderCache } = options;
   const generated: PlannedOutput[] = [];
-  const kept = await verifyFiles(bundle, {
+  const budget = options.keepBytes;
+  const store =
+    budget && budget.remaining > 0 ? newVerifiedBytesStore(bundle.files, budget.remaining) : null;
+  // Index in bundle.files of each of layout.sources, once the layout is known.
+  let sourceIndexes: number[] = [];
+  await verifyFiles(bundle, {
     ...options,
-    keepBytes: options.keepBytes === true,
+    store,
     // Planned while the helper threads verify (the documents to render here
     // depend on the layout and the render cache), and rendered meanwhile too.
     readHere: () => {
@@ -97,6 +110,10 @@ export async function planOutputs(
       } catch (error) {
         layoutError = error;
         return new Set();
+      }
+      if (store) {
+        sourceIndexes = indexesOf(layout.sources, bundle.files);
+        keepOnly(store, sourceIndexes);
       }
       cache = renderCache ? cacheLookup(bundle, pipeline.id, layout, renderCache) : undefined;
       const renderHere = new Set(layout.transforms.keys());
@@ -110,7 +127,10 @@ export async function planOutputs(
     },
   });
   if (!layout) throw layoutError;
-  if (kept) attachKeptBytes(layout.sources, bundle.files, kept);
+  if (store && budget) {
+    budget.remaining -= usedBytes(store);
+    attachKeptBytes(layout.sources, sourceIndexes, bundle.files, store);
+  }
   // Every document is rendered here or deferred from the cache: verifyFiles
   // fails the bundle for any document it could not hand over.
   const missing = layout.transforms.size - generated.length - (cache?.hits.size ?? 0);
@@ -129,25 +149,38 @@ export async function planOutputs(
 }
 
 /**
+ * The index in `files` of each of `sources`, which are in the order of
+ * `files` (layoutOf): one walk over both. Should a source not be found that
+ * way, the ones from it on get no index, and so no kept bytes: they read
+ * their file when copied, which is always safe.
+ */
+function indexesOf(sources: readonly PlannedOutput[], files: readonly ManifestFile[]): number[] {
+  const indexes: number[] = [];
+  let index = 0;
+  for (const { sourcePath } of sources) {
+    while (index < files.length && (files[index] as ManifestFile).path !== sourcePath) index++;
+    if (index === files.length) break;
+    indexes.push(index);
+  }
+  return indexes;
+}
+
+/**
  * Give each source output the bytes verification kept of its file (see
  * _verified-bytes.ts), so that publishing writes them instead of reading
- * the file again. `sources` are in the order of `files` (layoutOf), so one
- * walk over both finds each file's index; an output not found that way
- * keeps reading its file, which is always safe.
+ * the file again. `indexes`: see indexesOf.
  */
 function attachKeptBytes(
   sources: readonly PlannedOutput[],
+  indexes: readonly number[],
   files: readonly ManifestFile[],
-  kept: VerifiedBytesStore,
+  store: VerifiedBytesStore,
 ): void {
-  let index = 0;
-  for (const { sourcePath, content } of sources) {
-    while (index < files.length && (files[index] as ManifestFile).path !== sourcePath) index++;
-    if (index === files.length) return;
-    const file = files[index] as ManifestFile;
-    const bytes = keptBytes(kept, index, file.size);
+  indexes.forEach((index, i) => {
+    const { content } = sources[i] as PlannedOutput;
+    const bytes = keptBytes(store, index, (files[index] as ManifestFile).size);
     if (bytes !== undefined && content.type === "file") content.verifiedBytes = bytes;
-  }
+  });
 }
 
 function render(file: ManifestFile, content: Uint8Array, layout: Layout): PlannedOutput {
