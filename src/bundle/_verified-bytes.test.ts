@@ -46,11 +46,16 @@ describe("the store of verified bytes", () => {
     assert.equal(newVerifiedBytesStore([{ size: 1 }], 0), null);
   });
 
-  test("a run's budget is at most 256 MiB and 1/16 of the memory", () => {
+  test("a run's budget is at most 256 MiB and 1/16 of the memory, a container's limit included", () => {
+    const MiB = 1024 * 1024;
+    const GiB = 1024 * MiB;
+    assert.equal(keepBudget(1 * GiB, undefined).remaining, 64 * MiB);
+    assert.equal(keepBudget(64 * GiB, 0).remaining, 256 * MiB);
+    assert.equal(keepBudget(64 * GiB, 2 ** 64).remaining, 256 * MiB);
+    assert.equal(keepBudget(64 * GiB, 512 * MiB).remaining, 32 * MiB);
+    assert.equal(keepBudget(512 * MiB, 64 * GiB).remaining, 32 * MiB);
     const { remaining } = keepBudget();
-    assert.ok(remaining > 0);
-    assert.ok(remaining <= 256 * 1024 * 1024);
-    assert.ok(remaining <= totalmem() / 16);
+    assert.ok(remaining > 0 && remaining <= 256 * MiB && remaining <= totalmem() / 16);
   });
 
   test("hands out places that never overlap, and -1 once full", () => {

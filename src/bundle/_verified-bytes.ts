@@ -41,9 +41,12 @@ export interface KeepBudget {
  * benchmark's C (100,000 files, 450 MB) keeps a little over half of its
  * files within it; the rest are read again as before.
  */
-export function keepBudget(): KeepBudget {
-  const constrained = process.constrainedMemory?.() || Number.POSITIVE_INFINITY;
-  const memory = Math.min(totalmem(), constrained);
+export function keepBudget(
+  machine = totalmem(),
+  // Node 20 gives undefined or 0 without a limit, and about 2^64 for "max".
+  limit: number | undefined = process.constrainedMemory?.(),
+): KeepBudget {
+  const memory = Math.min(machine, limit || Number.POSITIVE_INFINITY);
   return { remaining: Math.min(MAX_KEPT_BYTES, Math.floor(memory / 16)) };
 }
 
@@ -93,7 +96,9 @@ export function newVerifiedBytesStore(
 /**
  * Keep only the files at `indexes` (ascending) from now on: the others are
  * not copied by this run. Files checked before this call may have been kept
- * all the same, which costs memory, not correctness.
+ * all the same, which costs memory (and room in the store), not
+ * correctness. Indexes out of order would leave files unwanted that are
+ * wanted: they would be read again when copied, as without a store.
  */
 export function keepOnly(store: VerifiedBytesStore, indexes: readonly number[]): void {
   let next = 0;

@@ -3,9 +3,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import { writeTestBundle } from "../bundle/testing.js";
 import type { DestinationConfig, PipelineConfig } from "../config/types.js";
 import { STATE_FILE } from "../paths.js";
-import { firstPublishLikely } from "./run.js";
+import { EarlyStates } from "./early-state.js";
+import { firstPublishLikely, prepareSources } from "./run.js";
 
 const pipeline = (id: string) => ({ id }) as PipelineConfig;
 
@@ -39,5 +41,43 @@ test("verified bytes are kept when a destination of the pipeline has no state ye
   assert.equal(
     firstPublishLikely([published, { pipeline: pipeline("p"), destination: onS3 }], "p"),
     true,
+  );
+});
+
+test("the run's budget for kept bytes is shared by its pipelines", async () => {
+  const dir = await writeTestBundle({ "a.txt": "12345", "b.txt": "67890" });
+  const root = mkdtempSync(path.join(tmpdir(), "distributor-budget-"));
+  const everything = (id: string): PipelineConfig => ({
+    id,
+    source: dir,
+    destinations: [id],
+    include: ["**"],
+    exclude: [],
+    selects: () => true,
+    transforms: [],
+  });
+  const pairs = ["first", "second"].map((id) => ({
+    pipeline: everything(id),
+    destination: onFilesystem(root, id),
+  }));
+  // Room for the first pipeline's two files (5 bytes + 1 each) only.
+  const keep = { remaining: 12 };
+  const early = new EarlyStates(Promise.resolve([]));
+  const sources = await prepareSources(pairs, {}, { early, keep });
+  const kept = (id: string) =>
+    sources
+      .get(id)
+      ?.outputs.map((o) => o.content.type === "file" && o.content.verifiedBytes !== undefined);
+  assert.deepEqual(kept("first"), [true, true]);
+  assert.deepEqual(kept("second"), [false, false]);
+  assert.equal(keep.remaining, 0);
+  // A dry run keeps nothing.
+  const dry = { remaining: 1024 };
+  const planned = await prepareSources(pairs, { dryRun: true }, { early, keep: dry });
+  assert.equal(dry.remaining, 1024);
+  assert.ok(
+    planned
+      .get("first")
+      ?.outputs.every((o) => o.content.type !== "file" || o.content.verifiedBytes === undefined),
   );
 });

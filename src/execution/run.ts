@@ -6,7 +6,7 @@
 
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { keepBudget } from "../bundle/_verified-bytes.js";
+import { type KeepBudget, keepBudget } from "../bundle/_verified-bytes.js";
 import { openBundle } from "../bundle/verify.js";
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
@@ -103,7 +103,12 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     ),
   );
   try {
-    const sources = await prepareSources(pairs, options, renderCache, early);
+    // One budget for the run: every bundle's kept bytes live until it ends.
+    const sources = await prepareSources(pairs, options, {
+      renderCache,
+      early,
+      keep: keepBudget(),
+    });
     const groups = await opening;
     if (options.force) refuseSharedForce(groups);
     for (const group of groups) assertStorable(group, sources);
@@ -164,19 +169,19 @@ function configOptions(options: RunOptions) {
 }
 
 /**
- * Verify each distinct source bundle once and derive each pipeline's outputs.
- * The early state reads start as soon as the first bundle's helper threads
- * verify (see CheckOptions.meanwhile).
+ * Verify each pipeline's source bundle and derive its outputs. The early
+ * state reads start as soon as the first bundle's helper threads verify
+ * (see CheckOptions.meanwhile). `context.keep`: the run's budget for bytes
+ * kept from verification (bundle/_verified-bytes.ts), shared by all of its
+ * pipelines and charged what each keeps; exported for tests.
  */
-async function prepareSources(
+export async function prepareSources(
   pairs: readonly SelectedPair[],
   options: Pick<RunOptions, "source" | "dryRun">,
-  renderCache: RenderCache | undefined,
-  early: EarlyStates,
+  context: { renderCache?: RenderCache; early: EarlyStates; keep: KeepBudget },
 ): Promise<Map<string, PreparedSource>> {
   const sourceOverride = options.source;
-  // One for the run: every bundle's kept bytes live until it ends.
-  const budget = keepBudget();
+  const { renderCache, early, keep: budget } = context;
   const meanwhile = () => early.start();
   const prepared = new Map<string, PreparedSource>();
   for (const { pipeline } of pairs) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
-import { rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -345,18 +345,50 @@ describe("planOutputs", () => {
     );
   });
 
+  test("with helper threads, every kept view holds its own file's bytes", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 700; i++) {
+      files[`d${i % 9}/f${i}.${i % 4 === 0 ? "md" : "txt"}`] = `# ${i}\n\n${"x".repeat(i)}\n`;
+    }
+    const dir = await writeTestBundle(files);
+    const outputs = await planOutputs(await openBundle(dir, { workers: 2 }), pipeline(), {
+      workers: 2,
+      keepBytes: { remaining: 1024 * 1024 },
+    });
+    let kept = 0;
+    for (const output of outputs) {
+      if (output.content.type !== "file" || output.content.verifiedBytes === undefined) continue;
+      kept++;
+      assert.equal(output.kind, "source");
+      const onDisk = await readFile(path.join(dir, output.sourcePath));
+      assert.ok(onDisk.equals(Buffer.from(output.content.verifiedBytes)), output.path);
+    }
+    assert.equal(kept, 525, "every .txt file is kept");
+  });
+
   test("keepBytes gives each small source output the bytes verification read", async () => {
     const large = Buffer.alloc(300 * 1024, 1);
-    const files = { "a.md": "# A", "b.md": "# B", "c.txt": "c", "d/e.txt": "e", "f.bin": large };
+    const files = {
+      "a.md": "# A",
+      "b.md": "# B",
+      "c.txt": "c",
+      "d/e.txt": "e",
+      "f.bin": large,
+      "r.md": "# R",
+    };
     const dir = await writeTestBundle(files);
     const bundle = await openBundle(dir);
-    const transforms = [markdownTransform({ include: ["b.md"], keepSource: true })];
+    const transforms = [
+      markdownTransform({ include: ["b.md"], keepSource: true }),
+      markdownTransform({ include: ["r.md"] }),
+    ];
     const budget = { remaining: 1024 * 1024 };
     const outputs = await planOutputs(bundle, pipeline({ exclude: ["c.txt"], transforms }), {
       keepBytes: budget,
     });
     // Charged for what was kept: a.md, b.md and d/e.txt, one byte more each.
-    // c.txt is excluded; b.md (kept as a source) is rendered too.
+    // c.txt is excluded and r.md only rendered: neither is kept (this bundle
+    // is checked on this thread, after the layout is known).
     assert.equal(budget.remaining, 1024 * 1024 - (4 + 4 + 2));
     const kept = new Map<string, string | undefined>();
     for (const { path: at, content } of outputs) {
@@ -371,6 +403,7 @@ describe("planOutputs", () => {
       "b.md": "# B",
       "d/e.txt": "e",
       "f.bin": undefined,
+      "r.html": undefined,
     });
     // Changed after verification: the kept bytes are still the verified ones.
     await writeFile(path.join(dir, "d/e.txt"), "E");
