@@ -4,6 +4,7 @@
  * temporary folder beside it, which `commit` renames into place.
  */
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import {
   mkdir,
   mkdtemp,
@@ -14,6 +15,7 @@ import {
   unlink,
   writeFile,
 } from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -127,6 +129,33 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.match(error.message, /appeared/);
       await batch.discard();
       assert.deepEqual(await readdir(path.join(root, "other")), []);
+      assert.deepEqual(await tempPathsUnder(root), []);
+    }));
+
+  it("nor is one filled between making it and the rename: it is said to have appeared", (t) =>
+    withRoot(async (root, driver) => {
+      const batch = await begin(driver, ["late/a.txt"]);
+      await batch.write("late/a.txt", bytes("a"));
+      // Something writes into the folder the commit has just made, before
+      // the rename: the rename then fails (ENOTEMPTY).
+      const realRename = fs.renameSync;
+      t.after(() => {
+        fs.renameSync = realRename;
+        syncBuiltinESMExports();
+      });
+      fs.renameSync = (from: fs.PathLike, to: fs.PathLike) => {
+        if (String(to) === path.join(root, "late")) {
+          fs.writeFileSync(path.join(root, "late", "theirs.txt"), "theirs\n");
+        }
+        realRename(from, to);
+      };
+      syncBuiltinESMExports();
+      const error = await rejectsWithCode(batch.commit(), "storage_error");
+      assert.match(error.message, /something appeared there while this run wrote it/);
+      fs.renameSync = realRename;
+      syncBuiltinESMExports();
+      await batch.discard();
+      assert.deepEqual(await readdir(path.join(root, "late")), ["theirs.txt"]);
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
 

@@ -175,12 +175,19 @@ function commit(root: string, staged: readonly StagedFolder[]): void {
     } catch (error) {
       // Only if nothing was put in it meanwhile (rmdir removes empty folders only).
       if (makeFirst) rmdirSafely(target);
-      else if (kindOf(root, entry.folder) !== "missing") throw appearedError(root, entry.folder);
+      // Filled between the mkdir and the rename (ENOTEMPTY; EEXIST on some
+      // systems), or, on Windows, there before the rename.
+      if (SOMETHING_THERE.has(errnoCode(error) ?? "") || !makeFirst) {
+        if (kindOf(root, entry.folder) !== "missing") throw appearedError(root, entry.folder);
+      }
       throw storageError("put in place the new folder", { root, relPath: entry.folder, error });
     }
     entry.committed = true;
   }
 }
+
+/** What rename(2) of a folder says when its target is there and not empty (or not a folder). */
+const SOMETHING_THERE = new Set(["ENOTEMPTY", "EEXIST", "ENOTDIR", "EISDIR"]);
 
 function appearedError(root: string, folder: string): DistributorError {
   return new DistributorError(
