@@ -148,6 +148,19 @@ export function storageError(
 }
 
 /**
+ * What is at `absolute`, without following a symlink: a real folder, nothing
+ * (ENOENT), or anything else, a file, a symlink, or an error such as EACCES
+ * (left for the write that follows to report).
+ */
+export function kindAt(absolute: string): "folder" | "missing" | "other" {
+  try {
+    return lstatSync(absolute).isDirectory() ? "folder" : "other";
+  } catch (error) {
+    return errnoCode(error) === "ENOENT" ? "missing" : "other";
+  }
+}
+
+/**
  * Temp file names: 64 random bits drawn once per thread, then a counter.
  * Unique among concurrent writers and cheap: `randomBytes` for each file cost
  * 4 µs, 0.4 s of CPU for 100,000 outputs. A leftover of a crashed run has

@@ -16,13 +16,14 @@
  * them missing and writes them again, after removing the leftover with the
  * other stale temporary files (stale-temp.ts).
  */
-import { lstatSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
+import { mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
 import { ancestorsOf } from "../paths.js";
 import {
   checkAncestorsSync,
+  kindAt,
   resolveInside,
   storageError,
   tempPathIn,
@@ -107,13 +108,7 @@ export function newFolders(root: string, paths: readonly string[]): string[] {
 }
 
 function kindOf(root: string, relPath: string): "folder" | "missing" | "other" {
-  try {
-    const stats = lstatSync(resolveInside(root, relPath));
-    return stats.isDirectory() ? "folder" : "other";
-  } catch (error) {
-    // Anything unexpected (EACCES, ...) is left to the write, which reports it.
-    return errnoCode(error) === "ENOENT" ? "missing" : "other";
-  }
+  return kindAt(resolveInside(root, relPath));
 }
 
 /** Create each folder's temporary stand-in beside it. */

@@ -5,7 +5,6 @@
  */
 import {
   constants,
-  lstatSync,
   mkdirSync,
   renameSync,
   rmSync,
@@ -21,6 +20,7 @@ import type { OutputContent } from "../model.js";
 import {
   checkAncestors,
   checkAncestorsSync,
+  kindAt,
   resolveInside,
   storageError,
   tempPathIn,
@@ -88,20 +88,11 @@ export interface Staged {
  * would leave a stray folder, or add a file to the published one.
  */
 function makeParent(dir: string, stagedIn: string | undefined): void {
-  if (stagedIn !== undefined && !isFolder(stagedIn)) {
+  if (stagedIn !== undefined && kindAt(stagedIn) !== "folder") {
     const error = new Error(`its temporary folder ${stagedIn} is gone`);
     throw Object.assign(error, { code: "ENOENT" });
   }
   mkdirSync(dir, { recursive: true });
-}
-
-/** A real folder: not a symlink to one (lstat), not missing. */
-function isFolder(absolute: string): boolean {
-  try {
-    return lstatSync(absolute).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /**
