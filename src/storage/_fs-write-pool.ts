@@ -61,8 +61,11 @@ interface PoolWorker {
   inFlight: number;
   /** Writes not sent yet: the next batch. */
   outbox: SmallWriteBatch;
-  /** Batches sent and not answered yet (at most MAX_BATCHES_SENT). */
-  batchesSent: number;
+  /**
+   * The ids of each batch sent and not answered yet, oldest first (at most
+   * MAX_BATCHES_SENT): a worker answers its batches in the order it got them.
+   */
+  sent: number[][];
   /** A send of the outbox is scheduled for the end of this turn of the event loop. */
   sendScheduled: boolean;
 }
@@ -140,20 +143,23 @@ class WritePool {
    * has room for another batch: every write asked for until then joins it.
    */
   #scheduleSend(target: PoolWorker): void {
-    if (target.sendScheduled || target.batchesSent >= MAX_BATCHES_SENT) return;
+    if (target.sendScheduled || target.sent.length >= MAX_BATCHES_SENT) return;
     target.sendScheduled = true;
     setImmediate(() => {
       target.sendScheduled = false;
-      // A pool that broke meanwhile has rejected these writes already (#fail).
-      while (!this.#broken && target.batchesSent < MAX_BATCHES_SENT && target.outbox.length > 0) {
+      // A pool that broke meanwhile has handed these writes back already (#break).
+      while (!this.#broken && target.sent.length < MAX_BATCHES_SENT && target.outbox.length > 0) {
         const batch = target.outbox.splice(0, this.#maxBatch);
-        target.batchesSent++;
         try {
           target.worker.postMessage(batch);
         } catch {
-          // Content that cannot cross threads: every write goes back to its caller.
-          this.#fail();
+          // Content that cannot cross threads: this batch never left, so its
+          // writes go back to their callers, and the pool stops taking writes.
+          this.#handBack(batch.map(({ id }) => id));
+          this.#break();
+          return;
         }
+        target.sent.push(batch.map(({ id }) => id));
       }
     });
   }
@@ -163,20 +169,34 @@ class WritePool {
       worker: new Worker(new URL("./_fs-write-worker.js", import.meta.url)),
       inFlight: 0,
       outbox: [],
-      batchesSent: 0,
+      sent: [],
       sendScheduled: false,
     };
     entry.worker.unref();
     entry.worker.on("message", (answers: SmallWriteAnswers) => {
-      entry.batchesSent--;
+      entry.sent.shift();
       for (const answer of answers) this.#settle(entry, answer);
-      this.#scheduleSend(entry);
+      if (this.#broken) this.#retireIfIdle(entry);
+      else this.#scheduleSend(entry);
     });
     // A worker that dies takes no write down with it: the caller redoes its
-    // writes in-thread (each is atomic, so a half-done one left only a temp file).
-    entry.worker.on("error", () => this.#fail());
-    entry.worker.on("messageerror", () => this.#fail());
-    entry.worker.on("exit", () => this.#fail());
+    // writes in-thread (each is atomic, so a half-done one left only a temp
+    // file, as a crash would).
+    const died = () => {
+      this.#handBack(entry.sent.flat());
+      entry.sent = [];
+      this.#break();
+    };
+    entry.worker.on("error", died);
+    entry.worker.on("exit", died);
+    // An answer that cannot be read here: its writes are done again on this
+    // thread (same bytes, atomic), while the worker, alive, finishes the batch
+    // it may have started next before it ends.
+    entry.worker.on("messageerror", () => {
+      this.#handBack(entry.sent.shift() ?? []);
+      this.#break();
+      this.#retireIfIdle(entry);
+    });
     return entry;
   }
 
@@ -197,21 +217,37 @@ class WritePool {
     );
   }
 
-  /**
-   * A worker failed: the pool stops taking writes, and every pending one is
-   * rejected with PoolUnavailable so that its caller writes it on this thread.
-   * The other workers are terminated without waiting; one may still finish a
-   * write that is then done again here, which is harmless (same bytes, its own
-   * temp name, an atomic rename).
-   */
-  #fail(): void {
-    if (this.#broken) return;
-    this.#broken = true;
-    for (const { worker } of this.#workers) void worker.terminate();
-    for (const [id, pending] of this.#pending) {
+  /** Reject these writes with PoolUnavailable: their callers write them on this thread. */
+  #handBack(ids: readonly number[]): void {
+    for (const id of ids) {
+      const pending = this.#pending.get(id);
+      if (pending === undefined) continue;
       this.#pending.delete(id);
       pending.reject(new PoolUnavailable());
     }
+  }
+
+  /**
+   * A worker died or a batch could not be sent: the pool stops taking writes,
+   * and the writes no worker has yet go back to their callers. The batches the
+   * other workers are running are left to finish and are answered as usual;
+   * each worker ends once it has answered them. Stopping those workers at once
+   * instead could cut a write between its temp file and its rename, and leave
+   * the temp file in a folder the run then publishes.
+   */
+  #break(): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    for (const entry of this.#workers) {
+      this.#handBack(entry.outbox.map(({ id }) => id));
+      entry.outbox = [];
+      this.#retireIfIdle(entry);
+    }
+  }
+
+  /** After the pool broke: end a worker that has no batch left to answer. */
+  #retireIfIdle(entry: PoolWorker): void {
+    if (entry.sent.length === 0) void entry.worker.terminate();
   }
 
   /** Stop every worker; a write in progress finishes its current system call first. */

@@ -1,0 +1,67 @@
+/**
+ * The filesystem write pool (src/storage/_fs-write-pool.ts) when it breaks in
+ * the middle of a busy run. In a file of its own: the pool is one per process,
+ * and once broken it stays broken, which would change the other files' tests.
+ */
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { writePoolSize } from "../src/storage/_fs-write-pool.js";
+import { createFilesystemDriver } from "../src/storage/filesystem.js";
+
+const TEMP_MARK = ".distributor.tmp";
+
+async function tempFilesUnder(dir: string): Promise<string[]> {
+  const names = await readdir(dir, { recursive: true });
+  return names.filter((name) => path.basename(name).startsWith(TEMP_MARK));
+}
+
+describe("filesystem write pool: a write that cannot reach the threads", () => {
+  it("breaks the pool, yet every write lands once, and the threads' writes finish before the run goes on", {
+    skip: os.availableParallelism() < 2 ? "one core: no write threads" : false,
+  }, async () => {
+    const base = await mkdtemp(path.join(os.tmpdir(), "distributor-pool-"));
+    try {
+      const root = path.join(base, "root");
+      const driver = createFilesystemDriver({ root });
+      // Folders that exist: writes into them go through a temporary file and
+      // a rename, which a thread stopped half way would leave behind.
+      const folders = Array.from({ length: 8 }, (_, i) => `f${i}`);
+      for (const folder of folders) await mkdir(path.join(root, folder), { recursive: true });
+      // Enough writes before the bad one that the pool runs and every thread
+      // has batches in flight when it breaks.
+      const paths = Array.from({ length: 2000 }, (_, i) => `f${i % 8}/file-${i}.txt`);
+      const bad = 1200;
+      const writes = paths.map((relPath, i) => {
+        const content = {
+          type: "bytes" as const,
+          bytes: new TextEncoder().encode(`${relPath}\n`.repeat(50)),
+        };
+        // A function cannot be copied to another thread: postMessage throws.
+        if (i === bad) Object.assign(content, { cannotCross: () => relPath });
+        return driver.write(relPath, content);
+      });
+      const results = await Promise.allSettled(writes);
+      assert.equal(writePoolSize(), 0, "the pool broke");
+      for (const [i, result] of results.entries()) {
+        assert.equal(
+          result.status,
+          "fulfilled",
+          `${paths[i]}: ${String((result as PromiseRejectedResult).reason)}`,
+        );
+      }
+      for (const relPath of paths) {
+        assert.equal(await readFile(path.join(root, relPath), "utf8"), `${relPath}\n`.repeat(50));
+      }
+      // Nothing half-written, now or a moment later (a thread that was
+      // still running would rename or leave its temporary file then).
+      assert.deepEqual(await tempFilesUnder(root), []);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(await tempFilesUnder(root), []);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+});
