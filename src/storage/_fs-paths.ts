@@ -5,7 +5,7 @@
  * inside the root. The root itself may be a symlink: the user configured it.
  */
 import { randomBytes } from "node:crypto";
-import { lstatSync, type Stats } from "node:fs";
+import { lstatSync, type Stats, statSync } from "node:fs";
 import { lstat } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
@@ -140,11 +140,47 @@ export function storageError(
   // keep only the description: the code and the path are said once, here.
   const message = where.error instanceof Error ? where.error.message : String(where.error);
   const detail = message.replace(/^[A-Z]+: /, "").replace(/, \w+ '.*'$/, "");
+  // A root mistyped onto a file: say so, rather than "check that it exists".
+  const notAFolder =
+    code === "ENOTDIR" || (code === "EEXIST" && where.relPath === "")
+      ? nonFolderOnPath(where.root)
+      : null;
+  if (notAFolder !== null) {
+    const what =
+      notAFolder === where.root
+        ? `the destination root ${where.root} is`
+        : `${notAFolder}, on the way to the destination root ${where.root}, is`;
+    return new DistributorError(
+      "storage_error",
+      `Could not ${operation} ${target}: ${what} a file (or something else that is not a folder). Point the destination's storage root at a folder, or move ${notAFolder} out of the way.`,
+      { paths: where.relPath === "" ? [] : [where.relPath], cause: where.error },
+    );
+  }
   return new DistributorError(
     "storage_error",
     `Could not ${operation} ${target} (${code}: ${detail}). Check that the destination exists, is writable and has free space.`,
     { paths: where.relPath === "" ? [] : [where.relPath], cause: where.error },
   );
+}
+
+/**
+ * `root`, or the first folder on its way from the top, that exists and is not
+ * a folder (symlinks followed, as the root's path is: the user chose it); null
+ * when there is none, or when a part cannot be read.
+ */
+function nonFolderOnPath(root: string): string | null {
+  const top = path.parse(root).root;
+  let current = top;
+  for (const part of root.slice(top.length).split(path.sep)) {
+    if (part === "") continue;
+    current = path.join(current, part);
+    try {
+      if (!statSync(current).isDirectory()) return current;
+    } catch {
+      return null;
+    }
+  }
+  return null;
 }
 
 /**
