@@ -30,8 +30,9 @@ describe("filesystem write pool: a write that cannot reach the threads", () => {
       // a rename, which a thread stopped half way would leave behind.
       const folders = Array.from({ length: 8 }, (_, i) => `f${i}`);
       for (const folder of folders) await mkdir(path.join(root, folder), { recursive: true });
-      // Enough writes before the bad one that the pool runs and every thread
-      // has batches in flight when it breaks.
+      // Enough writes before the bad one that the pool runs and its threads
+      // have batches in flight when it breaks (with two threads they do:
+      // each takes 64 writes a batch, two batches at a time).
       const paths = Array.from({ length: 2000 }, (_, i) => `f${i % 8}/file-${i}.txt`);
       const bad = 1200;
       const writes = paths.map((relPath, i) => {

@@ -201,8 +201,9 @@ class WritePool {
   }
 
   #settle(entry: PoolWorker, answer: SmallWriteAnswer): void {
-    // Counted even for a write already given up on, so an idle worker never
-    // keeps the process alive.
+    // Counted even for a write already handed back. Writes handed back are
+    // never counted down, so a worker may stay referenced after the pool
+    // broke: the pool ends every worker once it has no batch left (#break).
     if (--entry.inFlight === 0) entry.worker.unref();
     const pending = this.#pending.get(answer.id);
     if (!pending) return;

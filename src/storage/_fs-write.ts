@@ -83,9 +83,11 @@ export interface Staged {
 
 /**
  * Make the folder a file goes in. A staged file's temporary folder must still
- * be there: one that is gone was discarded or put in place already (a write
- * finishing late on a write thread the pool gave up on), and making it again
- * would leave a stray folder, or add a file to the published one.
+ * be there: one that is gone was discarded or put in place already, and
+ * making it again would leave a stray folder, or add a file to the published
+ * one. Defensive: since the pool lets its threads finish what they were sent
+ * when it breaks (_fs-write-pool.ts), no write of a thread should come that
+ * late.
  */
 function makeParent(dir: string, stagedIn: string | undefined): void {
   if (stagedIn !== undefined && kindAt(stagedIn) !== "folder") {
@@ -249,7 +251,8 @@ export function writeSmallSync(
 /**
  * Create `target` with `bytes`; false when something is there already. In a
  * staging folder that is only a write done again: by the calling thread after
- * the write thread that had done it died (_fs-write-pool.ts). The caller then
+ * the write thread that had done it died, or after its answer could not be
+ * read (_fs-write-pool.ts). The caller then
  * replaces it atomically, which is right whether the first try finished or not.
  */
 function createSync(target: string, bytes: Uint8Array): boolean {
