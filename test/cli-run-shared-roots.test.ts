@@ -23,6 +23,8 @@ interface RunJson {
   ok: boolean;
   results?: Array<{
     pipeline_id: string;
+    destination_id: string;
+    root: string;
     action: string;
     error: { code: string; paths?: string[] } | null;
   }>;
@@ -106,6 +108,14 @@ test("two spellings of one folder (a symlink on the way) are one root, planned i
   await symlink(root, path.join(base, "publink"));
   const result = await runCliJson<RunJson>(["run", "--config", config]);
   assert.equal(result.code, 0, result.stdout);
+  // Each pair reports the root as its destination names it.
+  assert.deepEqual(
+    result.json.results?.map((pair) => [pair.destination_id, pair.root]),
+    [
+      ["d1", root],
+      ["d2", path.join(base, "publink")],
+    ],
+  );
   assert.deepEqual(await listFiles(root), [".distributor.json", "a.txt", "b.txt"]);
   const state = JSON.parse(await readFile(path.join(root, ".distributor.json"), "utf8")) as {
     outputs: Array<{ path: string; destination_id: string }>;

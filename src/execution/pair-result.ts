@@ -4,7 +4,6 @@ import type { ErrorReport } from "../errors.js";
 import type { SourceIdentity } from "../model.js";
 import type { RunPlan } from "../planning/types.js";
 import { bytesToWrite, countChanges, outputReports, type PairResult } from "../reporting/report.js";
-import type { StorageDriver } from "../storage/driver.js";
 
 export interface PairOutcome {
   applied: boolean;
@@ -16,7 +15,8 @@ export interface PairOutcome {
 export function pairResult(
   entry: {
     pair: { pipeline: PipelineConfig; destination: DestinationConfig };
-    driver: StorageDriver;
+    /** The root as the pair's destination names it. */
+    root: string;
     plan: RunPlan;
     stateClass: PairResult["state"];
     startedAt: number;
@@ -41,7 +41,7 @@ export function pairResult(
   return {
     pipeline_id: entry.pair.pipeline.id,
     destination_id: entry.pair.destination.id,
-    root: entry.driver.root,
+    root: entry.root,
     state: entry.stateClass,
     action: plan.action,
     applied: outcome.applied,

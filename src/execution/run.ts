@@ -72,6 +72,8 @@ interface PreparedSource {
 interface PlannedPair {
   pair: SelectedPair;
   driver: StorageDriver;
+  /** The root as this pair's destination names it (see RootGroup.rootOf). */
+  root: string;
   plan: RunPlan;
   stateClass: PairResult["state"];
   startedAt: number;
@@ -233,6 +235,13 @@ export function firstPublishLikely(pairs: readonly SelectedPair[], pipelineId: s
 interface RootGroup {
   driver: StorageDriver;
   pairs: SelectedPair[];
+  /**
+   * Each pair's own spelling of the root (`driver.root` of its destination),
+   * for its report: pairs that name one folder two ways (a symlink on the
+   * way) share the first one's driver, but each reports the root it was
+   * configured with.
+   */
+  rootOf: Map<SelectedPair, string>;
   /** Where the root is (placeOf): what two roots are compared by. */
   place: string;
   /**
@@ -250,8 +259,18 @@ async function groupByRoot(pairs: readonly SelectedPair[]): Promise<RootGroup[]>
     const driver = await openDestination(pair.destination);
     const place = placeOf(pair.destination, driver);
     const group = groups.get(place);
-    if (group) group.pairs.push(pair);
-    else groups.set(place, { driver, pairs: [pair], place, nested: [] });
+    if (group) {
+      group.pairs.push(pair);
+      group.rootOf.set(pair, driver.root);
+    } else {
+      groups.set(place, {
+        driver,
+        pairs: [pair],
+        rootOf: new Map([[pair, driver.root]]),
+        place,
+        nested: [],
+      });
+    }
   }
   const all = [...groups.values()];
   for (const group of all) {
@@ -374,7 +393,14 @@ async function planGroup(
       now: options.nowText,
       distributorVersion: DISTRIBUTOR_VERSION,
     });
-    pairs.push({ pair, driver: group.driver, plan, stateClass: current.state.class, startedAt });
+    pairs.push({
+      pair,
+      driver: group.driver,
+      root: group.rootOf.get(pair) ?? group.driver.root,
+      plan,
+      stateClass: current.state.class,
+      startedAt,
+    });
     // The next pair on this root plans against what this one leaves; after the
     // last one nobody asks (for 100,000 outputs it is a map of all of them).
     if (index < group.pairs.length - 1) current = simulateApplied(plan, current);
