@@ -123,6 +123,23 @@ export function hashContender(source: () => string): Contender {
   return { label: "hashing (sha256sum)", command: () => shell(hashOnly(source())) };
 }
 
+/**
+ * The least work an unchanged rerun of `source` onto `root` can do on Node.js
+ * (bench/rerun-floor.ts): context for the reruns' rows, not a target. It
+ * skips what distributor must also do (config, every rule of the state, the
+ * plan, the lock), so it says how far distributor is from the runtime's floor
+ * in the same minutes, whatever the hour does to the anchors.
+ */
+export function rerunFloorContender(source: () => string, root: string): Contender {
+  return {
+    label: "least work on Node.js (bench/rerun-floor.ts)",
+    command: () => ({
+      cmd: process.execPath,
+      args: [path.join(REPO_ROOT, "dist/bench/rerun-floor.js"), source(), root],
+    }),
+  };
+}
+
 /** rclone with no config file, checksums on. */
 export function rcloneLocal(verb: "copy" | "sync", source: string, target: string): Command {
   return { cmd: "rclone", args: ["--config", "/dev/null", verb, "--checksum", source, target] };

@@ -1,0 +1,55 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+import { writeTestBundle } from "../src/bundle/testing.js";
+import { run } from "../src/execution/run.js";
+import { writeConfig } from "./_kit.js";
+import { rerunFloor } from "./rerun-floor.js";
+
+const made: string[] = [];
+after(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A bundle of nested files published to a fresh root by distributor itself. */
+async function published(): Promise<{ bundle: string; root: string }> {
+  const files: Record<string, string> = { "top.txt": "top" };
+  for (let i = 0; i < 20; i++) files[`a/b${i % 3}/f${i}.txt`] = `file ${i}\n`.repeat(i + 1);
+  const bundle = await writeTestBundle(files);
+  const work = mkdtempSync(path.join(os.tmpdir(), "distributor-floor-test-"));
+  made.push(bundle, work);
+  const root = path.join(work, "out");
+  const configFile = writeConfig(path.join(work, "config.yaml"), {
+    source: bundle,
+    storage: { type: "filesystem", root },
+  });
+  const report = await run({ configFile, env: {} });
+  assert.equal(report.ok, true);
+  return { bundle, root };
+}
+
+test("the rerun floor finds every file of an unchanged publication the same", async () => {
+  const { bundle, root } = await published();
+  const result = await rerunFloor(bundle, root);
+  assert.deepEqual(
+    { files: result.files, same: result.same, rejected: result.rejected, listed: result.listed },
+    { files: 21, same: 21, rejected: 0, listed: 22 },
+  );
+  const { parsed, verified, listed, compared } = result.marks;
+  assert.ok(parsed <= verified && verified <= listed && listed <= compared, "phases in order");
+});
+
+test("the rerun floor counts a changed source, a resized output and a broken record", async () => {
+  const { bundle, root } = await published();
+  writeFileSync(path.join(bundle, "a/b1/f1.txt"), "FILE 1\nfile 1\n"); // same size, other bytes
+  truncateSync(path.join(root, "a/b2/f2.txt"), 1);
+  const statePath = path.join(root, ".distributor.json");
+  const state = JSON.parse(readFileSync(statePath, "utf8"));
+  state.outputs[0].sha256 = "sha256:NOT-HEX";
+  writeFileSync(statePath, JSON.stringify(state));
+  const result = await rerunFloor(bundle, root);
+  assert.equal(result.same, 18, "the changed source, the resized output and the broken record");
+  assert.equal(result.rejected, 1);
+});

@@ -1,0 +1,234 @@
+/**
+ * The least work an unchanged rerun can do on Node.js: a reference for case
+ * 5b, not a second implementation. It does, in the order SPEC §6 sets, only
+ * what the contract leaves no way around, each part the cheapest way:
+ *
+ * 1. verification: two worker threads open, read and hash every listed file
+ *    (no fstat, no check of the folders on the way) while this thread parses
+ *    the manifest and the state and checks their fields (the clean path
+ *    rules with distributor's own check, the others by type or a regular
+ *    expression each; not every rule: no unknown-field check, no ownership);
+ * 2. then, after verification (where the lock would be taken), the state is
+ *    read again and compared byte for byte, and the destination is listed
+ *    with each file's size, on this thread and one worker;
+ * 3. then each listed file of the bundle is compared with its record and its
+ *    listed size. No plan, no report, no config.
+ *
+ * It covers bundles without Markdown (C): an output is taken to be the
+ * bundle file of the same path. docs/performance.md (case 5b) compares it,
+ * in alternating rounds, with `sha256sum` and with distributor:
+ *
+ *   node dist/bench/rerun-floor.js <bundle dir> <destination root>
+ *
+ * prints what it compared and its phase marks (milliseconds since the process
+ * started) as JSON.
+ */
+import { createHash } from "node:crypto";
+import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { cleanPathProblem } from "../src/paths.js";
+
+export interface RerunFloorResult {
+  /** Files listed in the manifest. */
+  files: number;
+  /** Of those: hashed to their listed digest, recorded with it, and stored with the recorded size. */
+  same: number;
+  /** Manifest entries or state records that the field checks reject. */
+  rejected: number;
+  /** Files found under the destination root (the state included). */
+  listed: number;
+  /** Milliseconds since the process started when each phase ended. */
+  marks: { parsed: number; verified: number; listed: number; compared: number };
+}
+
+type Job = { hash: string[]; root: string } | { list: string[]; root: string };
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+const STATE_FILE = ".distributor.json";
+
+function clean(path: unknown): boolean {
+  return typeof path === "string" && cleanPathProblem(path) === null;
+}
+
+interface ManifestFile {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+interface StateRecord {
+  path: string;
+  pipeline_id: string;
+  destination_id: string;
+  source: { id: string; digest: string; created: string };
+  kind: string;
+  sha256: string;
+  size: number;
+  created_at: string;
+  updated_at: string;
+}
+
+function rejectedFiles(files: readonly ManifestFile[]): number {
+  let rejected = 0;
+  const seen = new Set<string>();
+  for (const file of files) {
+    const ok =
+      clean(file.path) &&
+      !seen.has(file.path) &&
+      Number.isSafeInteger(file.size) &&
+      file.size >= 0 &&
+      typeof file.sha256 === "string" &&
+      DIGEST.test(file.sha256);
+    if (!ok) rejected++;
+    seen.add(file.path);
+  }
+  return rejected;
+}
+
+function rejectedRecords(records: readonly StateRecord[]): number {
+  let rejected = 0;
+  for (const record of records) {
+    const source = record.source;
+    const ok =
+      clean(record.path) &&
+      typeof record.pipeline_id === "string" &&
+      typeof record.destination_id === "string" &&
+      typeof source === "object" &&
+      source !== null &&
+      typeof source.id === "string" &&
+      DIGEST.test(source.digest) &&
+      TIMESTAMP.test(source.created) &&
+      (record.kind === "source" || record.kind === "generated") &&
+      DIGEST.test(record.sha256) &&
+      Number.isSafeInteger(record.size) &&
+      TIMESTAMP.test(record.created_at) &&
+      TIMESTAMP.test(record.updated_at);
+    if (!ok) rejected++;
+  }
+  return rejected;
+}
+
+/** Every non-folder under `root/dir` as path, size, path, size, … (the cheapest shape to send). */
+function listInto(root: string, dir: string, out: (string | number)[]): void {
+  for (const entry of readdirSync(dir === "" ? root : `${root}/${dir}`, { withFileTypes: true })) {
+    const path = dir === "" ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory()) listInto(root, path, out);
+    else out.push(path, lstatSync(`${root}/${path}`).size);
+  }
+}
+
+function hashAll(root: string, paths: readonly string[]): string[] {
+  const buffer = Buffer.allocUnsafe(1 << 20);
+  return paths.map((path) => {
+    const fd = openSync(`${root}/${path}`, "r");
+    try {
+      const hash = createHash("sha256");
+      for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) {
+        hash.update(buffer.subarray(0, n));
+      }
+      return `sha256:${hash.digest("hex")}`;
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+function runJob(job: Job): unknown {
+  if ("hash" in job) return hashAll(job.root, job.hash);
+  const out: (string | number)[] = [];
+  for (const dir of job.list) listInto(job.root, dir, out);
+  return out;
+}
+
+export async function rerunFloor(bundle: string, root: string): Promise<RerunFloorResult> {
+  const workers = [0, 1].map(
+    () => new Worker(new URL(import.meta.url), { workerData: { rerunFloorWorker: true } }),
+  );
+  const ask = <T>(worker: Worker, job: Job) =>
+    new Promise<T>((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+      worker.postMessage(job);
+    });
+  try {
+    // 1. Verification on the workers; the manifest and the state parsed and checked here meanwhile.
+    const manifest = JSON.parse(readFileSync(`${bundle}/manifest.json`, "utf8")) as {
+      files: ManifestFile[];
+    };
+    const files = manifest.files;
+    const halves: string[][] = [[], []];
+    files.forEach((file, i) => {
+      halves[i & 1]?.push(file.path);
+    });
+    const hashed = Promise.all(
+      workers.map((worker, k) => ask<string[]>(worker, { hash: halves[k] ?? [], root: bundle })),
+    );
+    let rejected = rejectedFiles(files);
+    const early = readFileSync(`${root}/${STATE_FILE}`);
+    const state = JSON.parse(early.toString("utf8")) as { outputs: StateRecord[] };
+    rejected += rejectedRecords(state.outputs);
+    const records = new Map(state.outputs.map((record) => [record.path, record]));
+    const parsed = performance.now();
+    const digests = await hashed;
+    const verified = performance.now();
+
+    // 2. Under the lock: the state read again, then the root listed on two threads.
+    if (!readFileSync(`${root}/${STATE_FILE}`).equals(early)) throw new Error("the state changed");
+    const top = readdirSync(root, { withFileTypes: true });
+    const folders = top.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const there = ask<(string | number)[]>(workers[0] as Worker, {
+      list: folders.filter((_, i) => i % 2 === 0),
+      root,
+    });
+    const here: (string | number)[] = [];
+    for (const entry of top) {
+      if (!entry.isDirectory()) here.push(entry.name, lstatSync(`${root}/${entry.name}`).size);
+    }
+    for (const dir of folders.filter((_, i) => i % 2 === 1)) listInto(root, dir, here);
+    const sizes = new Map<string, number>();
+    for (const flat of [here, await there]) {
+      for (let i = 0; i < flat.length; i += 2) sizes.set(flat[i] as string, flat[i + 1] as number);
+    }
+    const listed = performance.now();
+
+    // 3. Each file against its record and its listed size.
+    let same = 0;
+    files.forEach((file, i) => {
+      const record = records.get(file.path);
+      const digest = digests[i & 1]?.[i >> 1];
+      if (
+        digest === file.sha256 &&
+        record?.sha256 === file.sha256 &&
+        sizes.get(file.path) === record.size
+      ) {
+        same++;
+      }
+    });
+    const compared = performance.now();
+    return {
+      files: files.length,
+      same,
+      rejected,
+      listed: sizes.size,
+      marks: { parsed, verified, listed, compared },
+    };
+  } finally {
+    await Promise.all(workers.map((worker) => worker.terminate()));
+  }
+}
+
+if (!isMainThread && (workerData as { rerunFloorWorker?: boolean })?.rerunFloorWorker) {
+  parentPort?.on("message", (job: Job) => parentPort?.postMessage(runJob(job)));
+} else if (isMainThread && import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const [bundle, root] = process.argv.slice(2);
+  if (!bundle || !root) {
+    console.error("usage: node dist/bench/rerun-floor.js <bundle dir> <destination root>");
+    process.exit(2);
+  }
+  const result = await rerunFloor(bundle, root);
+  const round = (ms: number) => Math.round(ms);
+  const marks = Object.fromEntries(Object.entries(result.marks).map(([k, v]) => [k, round(v)]));
+  console.log(JSON.stringify({ ...result, marks }));
+}
