@@ -14,6 +14,7 @@ import {
   expectWritten,
   floorContender,
   hashContender,
+  publishFloorContender,
   REPO_ROOT,
   rcloneLocal,
   renderCacheDir,
@@ -143,9 +144,14 @@ function caseOne(m: () => Workload): BenchCase {
     before: () => setAside(rcloneOut),
     command: () => rcloneLocal("copy", m().dir, rcloneOut),
   };
+  const floorOut = path.join(work, "publish-floor-out");
   return {
     ...base,
-    comparisons: [...base.comparisons, { anchor: rclone, target: "< 1× (aim 0.5×)", ratioMax: 1 }],
+    comparisons: [
+      ...base.comparisons,
+      { anchor: rclone, target: "< 1× (aim 0.5×)", ratioMax: 1 },
+      { anchor: publishFloorContender(() => m().dir, floorOut), target: "context" },
+    ],
   };
 }
 

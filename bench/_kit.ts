@@ -140,6 +140,24 @@ export function rerunFloorContender(source: () => string, root: string): Contend
   };
 }
 
+/**
+ * The least work a fresh publish of `source` into an emptied `target` can do
+ * on Node.js (bench/publish-floor.ts): context for case 1, not a target.
+ * It renders bare documents and writes no temporary file per output, so it
+ * says how far distributor is from the runtime's floor, and whether that
+ * floor itself beats rclone, in the same minutes.
+ */
+export function publishFloorContender(source: () => string, target: string): Contender {
+  return {
+    label: "least work on Node.js (bench/publish-floor.ts)",
+    before: () => setAside(target),
+    command: () => ({
+      cmd: process.execPath,
+      args: [path.join(REPO_ROOT, "dist/bench/publish-floor.js"), source(), target],
+    }),
+  };
+}
+
 /** rclone with no config file, checksums on. */
 export function rcloneLocal(verb: "copy" | "sync", source: string, target: string): Command {
   return { cmd: "rclone", args: ["--config", "/dev/null", verb, "--checksum", source, target] };

@@ -23,11 +23,17 @@
  * prints what it compared and its phase marks (milliseconds since the process
  * started) as JSON.
  */
-import { createHash } from "node:crypto";
-import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { cleanPathProblem } from "../src/paths.js";
+import {
+  ask,
+  clean,
+  DIGEST,
+  type ManifestFile,
+  rejectedFiles,
+  sha256OfFile,
+} from "./_floor-kit.js";
 
 export interface RerunFloorResult {
   /** Files listed in the manifest. */
@@ -44,19 +50,8 @@ export interface RerunFloorResult {
 
 type Job = { hash: string[]; root: string } | { list: string[]; root: string };
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const STATE_FILE = ".distributor.json";
-
-function clean(path: unknown): boolean {
-  return typeof path === "string" && cleanPathProblem(path) === null;
-}
-
-interface ManifestFile {
-  path: string;
-  size: number;
-  sha256: string;
-}
 
 interface StateRecord {
   path: string;
@@ -68,23 +63,6 @@ interface StateRecord {
   size: number;
   created_at: string;
   updated_at: string;
-}
-
-function rejectedFiles(files: readonly ManifestFile[]): number {
-  let rejected = 0;
-  const seen = new Set<string>();
-  for (const file of files) {
-    const ok =
-      clean(file.path) &&
-      !seen.has(file.path) &&
-      Number.isSafeInteger(file.size) &&
-      file.size >= 0 &&
-      typeof file.sha256 === "string" &&
-      DIGEST.test(file.sha256);
-    if (!ok) rejected++;
-    seen.add(file.path);
-  }
-  return rejected;
 }
 
 function rejectedRecords(records: readonly StateRecord[]): number {
@@ -121,18 +99,7 @@ function listInto(root: string, dir: string, out: (string | number)[]): void {
 
 function hashAll(root: string, paths: readonly string[]): string[] {
   const buffer = Buffer.allocUnsafe(1 << 20);
-  return paths.map((path) => {
-    const fd = openSync(`${root}/${path}`, "r");
-    try {
-      const hash = createHash("sha256");
-      for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) {
-        hash.update(buffer.subarray(0, n));
-      }
-      return `sha256:${hash.digest("hex")}`;
-    } finally {
-      closeSync(fd);
-    }
-  });
+  return paths.map((path) => sha256OfFile(`${root}/${path}`, buffer));
 }
 
 function runJob(job: Job): unknown {
@@ -146,12 +113,6 @@ export async function rerunFloor(bundle: string, root: string): Promise<RerunFlo
   const workers = [0, 1].map(
     () => new Worker(new URL(import.meta.url), { workerData: { rerunFloorWorker: true } }),
   );
-  const ask = <T>(worker: Worker, job: Job) =>
-    new Promise<T>((resolve, reject) => {
-      worker.once("message", resolve);
-      worker.once("error", reject);
-      worker.postMessage(job);
-    });
   try {
     // 1. Verification on the workers; the manifest and the state parsed and checked here meanwhile.
     const manifest = JSON.parse(readFileSync(`${bundle}/manifest.json`, "utf8")) as {

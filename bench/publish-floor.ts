@@ -1,0 +1,241 @@
+/**
+ * The least work a fresh publish of a bundle with Markdown can do on Node.js:
+ * a reference for case 1, not a second implementation. In the order SPEC §2
+ * and §6 set, each part the cheapest way found:
+ *
+ * 1. verification: two worker threads read and hash every file that is not
+ *    Markdown, keeping the bytes of those up to 256 KB, while this thread
+ *    reads, hashes and renders each Markdown file with markdown-it set up for
+ *    SPEC §4's syntax (a bare document: no link rewriting, heading ids, title
+ *    or style);
+ * 2. then the state, every output recorded, written durably (temporary file,
+ *    fsync, rename), before any output;
+ * 3. then the outputs, straight into their folders (no temporary file per
+ *    output): the workers write the bytes they kept and copy the large
+ *    files, hashing them again on the way (distributor publishes only bytes
+ *    it verified); this thread writes the HTML.
+ *
+ * Two other orders measured slower on M (docs/performance.md, case 1):
+ * writing the sources while the Markdown renders (under a first state that
+ * records only them), and the workers rendering too once they have hashed.
+ *
+ *   node dist/bench/publish-floor.js <bundle dir> <new destination root>
+ *
+ * prints what it wrote and its phase marks (milliseconds since the process
+ * started) as JSON.
+ */
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { pathToFileURL } from "node:url";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import {
+  ask,
+  gfmMarkdownIt,
+  type ManifestFile,
+  rejectedFiles,
+  sha256Of,
+  sha256OfFile,
+} from "./_floor-kit.js";
+
+export interface PublishFloorResult {
+  /** Outputs written (the bundle's files, with each Markdown file as HTML). */
+  outputs: number;
+  /** Files whose bytes did not hash to the listed digest, and entries the field checks reject. */
+  bad: number;
+  /** Milliseconds since the process started when each phase ended. */
+  marks: { verified: number; state: number; written: number };
+}
+
+/** Files up to this size are kept from verification and written from memory. */
+const KEEP_MAX_BYTES = 256 * 1024;
+const CHUNK_BYTES = 1 << 20;
+
+type Job = { verify: ManifestFile[]; bundle: string } | { write: string };
+
+/** A worker's state between its two jobs: the files it verified, and the bytes it kept. */
+const kept = new Map<string, Buffer>();
+let verified: { files: ManifestFile[]; bundle: string } | undefined;
+
+/** Hash every file (keeping small ones); the number that did not match. */
+function verifyAll(files: readonly ManifestFile[], bundle: string): number {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let bad = 0;
+  for (const file of files) {
+    const from = `${bundle}/${file.path}`;
+    if (file.size <= KEEP_MAX_BYTES) {
+      const bytes = readFileSync(from);
+      if (sha256Of(bytes) !== file.sha256) bad++;
+      kept.set(file.path, bytes);
+    } else if (sha256OfFile(from, buffer) !== file.sha256) bad++;
+  }
+  verified = { files: [...files], bundle };
+  return bad;
+}
+
+/** Write what was verified under `root`; large files hashed again as they are copied. */
+function writeAll(root: string): number {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let bad = 0;
+  for (const file of verified?.files ?? []) {
+    const to = `${root}/${file.path}`;
+    const bytes = kept.get(file.path);
+    if (bytes) {
+      writeFileSync(to, bytes);
+      continue;
+    }
+    const out = openSync(to, "w");
+    try {
+      const digest = sha256OfFile(`${verified?.bundle}/${file.path}`, buffer, (chunk) => {
+        writeSync(out, chunk);
+      });
+      if (digest !== file.sha256) bad++;
+    } finally {
+      closeSync(out);
+    }
+  }
+  return bad;
+}
+
+function runJob(job: Job): number {
+  return "verify" in job ? verifyAll(job.verify, job.bundle) : writeAll(job.write);
+}
+
+/** Two halves of similar cost: large files first, each to the lighter half, then the rest. */
+function halvesOf(files: readonly ManifestFile[]): [ManifestFile[], ManifestFile[]] {
+  const halves: [ManifestFile[], ManifestFile[]] = [[], []];
+  const cost = [0, 0];
+  const large = files.filter((file) => file.size > KEEP_MAX_BYTES);
+  const small = files.filter((file) => file.size <= KEEP_MAX_BYTES);
+  for (const file of [...large, ...small]) {
+    const k = (cost[0] ?? 0) <= (cost[1] ?? 0) ? 0 : 1;
+    halves[k].push(file);
+    cost[k] = (cost[k] ?? 0) + file.size + 32 * 1024;
+  }
+  return halves;
+}
+
+function writeDurably(path: string, text: string): void {
+  const temporary = `${path}.tmp`;
+  const fd = openSync(temporary, "w");
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, path);
+}
+
+export async function publishFloor(bundle: string, root: string): Promise<PublishFloorResult> {
+  const workers = [0, 1].map(
+    () => new Worker(new URL(import.meta.url), { workerData: { publishFloorWorker: true } }),
+  );
+  try {
+    // 1. Verification on the workers; the Markdown read, hashed and rendered here meanwhile.
+    const manifestBytes = readFileSync(`${bundle}/manifest.json`);
+    const manifest = JSON.parse(manifestBytes.toString("utf8")) as {
+      id: string;
+      created: string;
+      files: ManifestFile[];
+    };
+    let bad = rejectedFiles(manifest.files);
+    const markdown = manifest.files.filter((file) => file.path.endsWith(".md"));
+    const others = manifest.files.filter((file) => !file.path.endsWith(".md"));
+    const checked = Promise.all(
+      halvesOf(others).map((half, k) =>
+        ask<number>(workers[k] as Worker, { verify: half, bundle } satisfies Job),
+      ),
+    );
+    const md = gfmMarkdownIt();
+    const html = markdown.map((file) => {
+      const source = readFileSync(`${bundle}/${file.path}`);
+      if (sha256Of(source) !== file.sha256) bad++;
+      const body = md.render(source.toString("utf8"));
+      const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
+      return { path: `${file.path.slice(0, -".md".length)}.html`, bytes, sha256: sha256Of(bytes) };
+    });
+    for (const count of await checked) bad += count;
+    const verifiedAt = performance.now();
+    if (bad > 0) return { outputs: 0, bad, marks: { verified: verifiedAt, state: 0, written: 0 } };
+
+    // 2. The state, before any output.
+    const now = `${new Date().toISOString().slice(0, 19)}Z`;
+    const source = { id: manifest.id, digest: sha256Of(manifestBytes), created: manifest.created };
+    const owner = { pipeline_id: "bench", destination_id: "out", source };
+    const times = { created_at: now, updated_at: now };
+    const records = [
+      ...others.map((file) => ({
+        path: file.path,
+        ...owner,
+        kind: "source",
+        sha256: file.sha256,
+        size: file.size,
+        ...times,
+      })),
+      ...html.map((output, i) => ({
+        path: output.path,
+        ...owner,
+        kind: "generated",
+        source_path: markdown[i]?.path,
+        transform: "markdown_to_html",
+        sha256: output.sha256,
+        size: output.bytes.length,
+        ...times,
+      })),
+    ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const state = {
+      schema_version: 4,
+      distributor_version: "floor",
+      ...times,
+      state: { mode: "catalog" },
+      outputs: records,
+    };
+    mkdirSync(root, { recursive: true });
+    writeDurably(`${root}/.distributor.json`, `${JSON.stringify(state, null, 2)}\n`);
+    const stateAt = performance.now();
+
+    // 3. The outputs.
+    const folders = new Set<string>();
+    for (const { path } of records) {
+      const slash = path.lastIndexOf("/");
+      if (slash > 0) folders.add(path.slice(0, slash));
+    }
+    for (const folder of folders) mkdirSync(`${root}/${folder}`, { recursive: true });
+    const written = Promise.all(
+      workers.map((worker) => ask<number>(worker, { write: root } satisfies Job)),
+    );
+    for (const output of html) writeFileSync(`${root}/${output.path}`, output.bytes);
+    for (const count of await written) bad += count;
+    return {
+      outputs: records.length,
+      bad,
+      marks: { verified: verifiedAt, state: stateAt, written: performance.now() },
+    };
+  } finally {
+    await Promise.all(workers.map((worker) => worker.terminate()));
+  }
+}
+
+if (!isMainThread && (workerData as { publishFloorWorker?: boolean })?.publishFloorWorker) {
+  parentPort?.on("message", (job: Job) => parentPort?.postMessage(runJob(job)));
+} else if (isMainThread && import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const [bundle, root] = process.argv.slice(2);
+  if (!bundle || !root) {
+    console.error("usage: node dist/bench/publish-floor.js <bundle dir> <new destination root>");
+    process.exit(2);
+  }
+  const result = await publishFloor(bundle, root);
+  const marks = Object.fromEntries(
+    Object.entries(result.marks).map(([k, v]) => [k, Math.round(v)]),
+  );
+  console.log(JSON.stringify({ ...result, marks }));
+  process.exit(result.bad === 0 ? 0 : 1);
+}
