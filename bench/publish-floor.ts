@@ -5,19 +5,19 @@
  *
  * 1. verification: two worker threads read and hash every file that is not
  *    Markdown, keeping the bytes of those up to 256 KB, while this thread
- *    reads, hashes and renders each Markdown file with markdown-it set up for
- *    SPEC §4's syntax (a bare document: no link rewriting, heading ids, title
- *    or style);
- * 2. then the state, every output recorded, written durably (temporary file,
- *    fsync, rename), before any output;
- * 3. then the outputs, straight into their folders (no temporary file per
- *    output): the workers write the bytes they kept and copy the large
- *    files, hashing them again on the way (distributor publishes only bytes
- *    it verified); this thread writes the HTML.
+ *    reads and hashes the Markdown;
+ * 2. then a state recording the copies, written durably (temporary file,
+ *    fsync, rename), and the copies, straight into their folders (no
+ *    temporary file per output): the workers write the bytes they kept and
+ *    copy the large files, hashing them again on the way (distributor
+ *    publishes only bytes it verified), while this thread renders the
+ *    Markdown with markdown-it set up for SPEC §4's syntax (a bare document:
+ *    no link rewriting, heading ids, title or style);
+ * 3. then the state of every output, durably, and the HTML.
  *
  * Two other orders measured slower on M (docs/performance.md, case 1):
- * writing the sources while the Markdown renders (under a first state that
- * records only them), and the workers rendering too once they have hashed.
+ * rendering during verification and writing everything after one state (as
+ * distributor does), and the workers rendering too once they have hashed.
  *
  *   node dist/bench/publish-floor.js <bundle dir> <new destination root>
  *
@@ -50,7 +50,7 @@ export interface PublishFloorResult {
   outputs: number;
   /** Files whose bytes did not hash to the listed digest, and entries the field checks reject. */
   bad: number;
-  /** Milliseconds since the process started when each phase ended. */
+  /** Milliseconds since the process started when each phase ended (state: the first one). */
   marks: { verified: number; state: number; written: number };
 }
 
@@ -154,32 +154,64 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
         ask<number>(workers[k] as Worker, { verify: half, bundle } satisfies Job),
       ),
     );
-    const md = gfmMarkdownIt();
-    const html = markdown.map((file) => {
-      const source = readFileSync(`${bundle}/${file.path}`);
-      if (sha256Of(source) !== file.sha256) bad++;
-      const body = md.render(source.toString("utf8"));
-      const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
-      return { path: `${file.path.slice(0, -".md".length)}.html`, bytes, sha256: sha256Of(bytes) };
+    // The Markdown is verified here (read and hashed) and rendered only after the
+    // state: rendered here during verification, it left the workers idle.
+    const sources = markdown.map((file) => {
+      const bytes = readFileSync(`${bundle}/${file.path}`);
+      if (sha256Of(bytes) !== file.sha256) bad++;
+      return bytes;
     });
     for (const count of await checked) bad += count;
     const verifiedAt = performance.now();
     if (bad > 0) return { outputs: 0, bad, marks: { verified: verifiedAt, state: 0, written: 0 } };
 
-    // 2. The state, before any output.
+    // 2. A state recording the copies, then the copies on the workers while the
+    // Markdown renders here. Each state records every path written after it,
+    // as the executor's claim does.
     const now = `${new Date().toISOString().slice(0, 19)}Z`;
     const source = { id: manifest.id, digest: sha256Of(manifestBytes), created: manifest.created };
     const owner = { pipeline_id: "bench", destination_id: "out", source };
     const times = { created_at: now, updated_at: now };
-    const records = [
-      ...others.map((file) => ({
-        path: file.path,
-        ...owner,
-        kind: "source",
-        sha256: file.sha256,
-        size: file.size,
+    const copies = others.map((file) => ({
+      path: file.path,
+      ...owner,
+      kind: "source",
+      sha256: file.sha256,
+      size: file.size,
+      ...times,
+    }));
+    const writeState = (records: { path: string }[]) => {
+      records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      const state = {
+        schema_version: 4,
+        distributor_version: "floor",
         ...times,
-      })),
+        state: { mode: "catalog" },
+        outputs: records,
+      };
+      writeDurably(`${root}/.distributor.json`, `${JSON.stringify(state, null, 2)}\n`);
+    };
+    mkdirSync(root, { recursive: true });
+    writeState([...copies]);
+    const stateAt = performance.now();
+
+    const folders = new Set<string>();
+    for (const { path } of manifest.files) {
+      const slash = path.lastIndexOf("/");
+      if (slash > 0) folders.add(path.slice(0, slash));
+    }
+    for (const folder of folders) mkdirSync(`${root}/${folder}`, { recursive: true });
+    const written = Promise.all(
+      workers.map((worker) => ask<number>(worker, { write: root } satisfies Job)),
+    );
+    const md = gfmMarkdownIt();
+    const html = markdown.map((file, i) => {
+      const body = md.render((sources[i] as Buffer).toString("utf8"));
+      const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
+      return { path: `${file.path.slice(0, -".md".length)}.html`, bytes, sha256: sha256Of(bytes) };
+    });
+    const records = [
+      ...copies,
       ...html.map((output, i) => ({
         path: output.path,
         ...owner,
@@ -190,28 +222,9 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
         size: output.bytes.length,
         ...times,
       })),
-    ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    const state = {
-      schema_version: 4,
-      distributor_version: "floor",
-      ...times,
-      state: { mode: "catalog" },
-      outputs: records,
-    };
-    mkdirSync(root, { recursive: true });
-    writeDurably(`${root}/.distributor.json`, `${JSON.stringify(state, null, 2)}\n`);
-    const stateAt = performance.now();
-
-    // 3. The outputs.
-    const folders = new Set<string>();
-    for (const { path } of records) {
-      const slash = path.lastIndexOf("/");
-      if (slash > 0) folders.add(path.slice(0, slash));
-    }
-    for (const folder of folders) mkdirSync(`${root}/${folder}`, { recursive: true });
-    const written = Promise.all(
-      workers.map((worker) => ask<number>(worker, { write: root } satisfies Job)),
-    );
+    ];
+    // 3. The state of every output, then the HTML.
+    writeState(records);
     for (const output of html) writeFileSync(`${root}/${output.path}`, output.bytes);
     for (const count of await written) bad += count;
     return {
