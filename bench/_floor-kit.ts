@@ -1,12 +1,11 @@
 /**
  * What the two floor programs share (bench/rerun-floor.ts and
  * bench/publish-floor.ts): the manifest's field checks, hashing a file in
- * chunks, markdown-it set up for SPEC §4's syntax, and asking a worker.
+ * chunks, and asking a worker.
  */
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import type { Worker } from "node:worker_threads";
-import MarkdownIt from "markdown-it";
 import { cleanPathProblem } from "../src/paths.js";
 
 export interface ManifestFile {
@@ -64,19 +63,6 @@ export function sha256OfFile(
 
 export function sha256Of(bytes: Uint8Array): string {
   return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
-}
-
-/**
- * The syntax of SPEC §4 with markdown-it's own switches. Autolinks are
- * linkify-it's scheme, `//` and e-mail links; fuzzy links (any `name.tld`)
- * are off, as in the transform, since GFM does not link `report.md`. The
- * transform's `www.` rule is not here: the library has no switch for it.
- */
-export function gfmMarkdownIt(): MarkdownIt {
-  const md = new MarkdownIt("commonmark", { html: false, linkify: true });
-  md.enable(["table", "strikethrough", "linkify"]);
-  md.linkify.set({ fuzzyLink: false });
-  return md;
 }
 
 /** Post `job` to `worker` and wait for its one answer. */

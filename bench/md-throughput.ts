@@ -19,7 +19,6 @@ import MarkdownIt from "markdown-it";
 import type { PipelineConfig } from "../src/config/types.js";
 import type { SourceBundle } from "../src/model.js";
 import { planOutputs } from "../src/transform/planned-outputs.js";
-import { gfmMarkdownIt } from "./_floor-kit.js";
 
 interface Manifest {
   id: string;
@@ -50,6 +49,19 @@ function pipeline(): PipelineConfig {
       },
     ],
   };
+}
+
+/**
+ * The syntax of SPEC §4 with markdown-it's own switches. Autolinks are
+ * linkify-it's scheme, `//` and e-mail links; fuzzy links (any `name.tld`)
+ * are off, as in the transform, since GFM does not link `report.md`. The
+ * transform's `www.` rule is not here: the library has no switch for it.
+ */
+function gfmMarkdownIt(): MarkdownIt {
+  const md = new MarkdownIt("commonmark", { html: false, linkify: true });
+  md.enable(["table", "strikethrough", "linkify"]);
+  md.linkify.set({ fuzzyLink: false });
+  return md;
 }
 
 async function main(): Promise<void> {

@@ -43,7 +43,9 @@ test("the publish floor writes every file, the Markdown as HTML, and a state rec
     );
   }
   assert.match(readFileSync(path.join(root, "b/page.html"), "utf8"), /<table>/);
-  assert.match(readFileSync(path.join(root, "index.html"), "utf8"), /<h1>Title<\/h1>/);
+  const index = readFileSync(path.join(root, "index.html"), "utf8");
+  assert.match(index, /<h1 id="title">Title<\/h1>/);
+  assert.match(index, /<a href="http:\/\/www\.example\.com">/, "SPEC §4's www. autolinks");
   const state = JSON.parse(readFileSync(path.join(root, ".distributor.json"), "utf8"));
   assert.deepEqual(
     state.outputs.map((record: { path: string }) => record.path),

@@ -11,8 +11,8 @@
  *    temporary file per output): the workers write the bytes they kept and
  *    copy the large files, hashing them again on the way (distributor
  *    publishes only bytes it verified), while this thread renders the
- *    Markdown with markdown-it set up for SPEC §4's syntax (a bare document:
- *    no link rewriting, heading ids, title or style);
+ *    Markdown with distributor's own markdown-it setup for SPEC §4's syntax,
+ *    the fastest found (a bare body: no link rewriting, title or style);
  * 3. then the state of every output, durably, and the HTML.
  *
  * Two other orders measured slower on M (docs/performance.md, case 1):
@@ -36,14 +36,8 @@ import {
 } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import {
-  ask,
-  gfmMarkdownIt,
-  type ManifestFile,
-  rejectedFiles,
-  sha256Of,
-  sha256OfFile,
-} from "./_floor-kit.js";
+import { createRenderer } from "../src/transform/markdown-to-html.js";
+import { ask, type ManifestFile, rejectedFiles, sha256Of, sha256OfFile } from "./_floor-kit.js";
 
 export interface PublishFloorResult {
   /** Outputs written (the bundle's files, with each Markdown file as HTML). */
@@ -204,7 +198,7 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
     const written = Promise.all(
       workers.map((worker) => ask<number>(worker, { write: root } satisfies Job)),
     );
-    const md = gfmMarkdownIt();
+    const md = createRenderer(false);
     const html = markdown.map((file, i) => {
       const body = md.render((sources[i] as Buffer).toString("utf8"));
       const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
