@@ -4,7 +4,7 @@
  * chunks, and asking a worker.
  */
 import { createHash } from "node:crypto";
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import type { Worker } from "node:worker_threads";
 import { cleanPathProblem } from "../src/paths.js";
 
@@ -65,15 +65,41 @@ export function sha256Of(bytes: Uint8Array): string {
   return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
 }
 
-/** Post `job` to `worker` and wait for its one answer. */
+/**
+ * Post `job` to `worker` and wait for its one answer; a worker that fails or
+ * exits first rejects. The promise is marked handled at once, so that a
+ * failure while the caller is still busy elsewhere does not replace the
+ * caller's own error; awaiting it still throws.
+ */
 export function ask<T>(worker: Worker, job: unknown): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onError = (error: Error) => reject(error);
-    worker.once("error", onError);
-    worker.once("message", (answer: T) => {
-      worker.off("error", onError);
-      resolve(answer);
-    });
+  const answer = new Promise<T>((resolve, reject) => {
+    const onError = (error: Error) => settle(() => reject(error));
+    const onExit = (code: number) =>
+      settle(() => reject(new Error(`floor worker exited (${code}) before answering`)));
+    const onMessage = (value: T) => settle(() => resolve(value));
+    const settle = (then: () => void) => {
+      worker.off("error", onError).off("exit", onExit).off("message", onMessage);
+      then();
+    };
+    worker.once("error", onError).once("exit", onExit).once("message", onMessage);
     worker.postMessage(job);
   });
+  answer.catch(() => {});
+  return answer;
+}
+
+/**
+ * The lock a writer takes under SPEC §6 after verification: a file created
+ * exclusively, written and synced; `release` removes it.
+ */
+export function takeLock(root: string): { release: () => void } {
+  const lock = `${root}/.distributor.lock`;
+  const fd = openSync(lock, "wx");
+  try {
+    writeSync(fd, JSON.stringify({ pid: process.pid, started_at: new Date().toISOString() }));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return { release: () => unlinkSync(lock) };
 }

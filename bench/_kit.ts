@@ -2,7 +2,7 @@
  * The pieces benchmark cases are built from: the case model, the distributor
  * command, the coreutils floors and the rclone anchors.
  */
-import { readdirSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Command, quote, type Sample, shell } from "./_measure.js";
@@ -137,7 +137,33 @@ export function rerunFloorContender(source: () => string, root: string): Contend
       cmd: process.execPath,
       args: [path.join(REPO_ROOT, "dist/bench/rerun-floor.js"), source(), root],
     }),
+    // Every file but the Markdown (whose outputs it does not check) must be
+    // found the same, or the row times a floor that compared something else.
+    check: (sample) =>
+      floorReport(sample, (report: { files?: number; same?: number; rejected?: number }) => {
+        const expected = (report.files ?? 0) - markdownFiles(source());
+        return report.rejected === 0 && report.same === expected
+          ? null
+          : `rerun floor found ${report.same} of ${expected} files the same, rejected ${report.rejected}`;
+      }),
   };
+}
+
+/** The Markdown files a bundle lists (untimed: read for a floor's check). */
+function markdownFiles(bundle: string): number {
+  const manifest = JSON.parse(readFileSync(path.join(bundle, "manifest.json"), "utf8")) as {
+    files: { path: string }[];
+  };
+  return manifest.files.filter((file) => file.path.endsWith(".md")).length;
+}
+
+/** A floor program's JSON report judged by `judge`; a note when it printed none. */
+function floorReport<T>(sample: Sample, judge: (report: T) => string | null): string | null {
+  try {
+    return judge(JSON.parse(sample.stdout) as T);
+  } catch {
+    return "the floor printed no report";
+  }
 }
 
 /**
@@ -155,6 +181,14 @@ export function publishFloorContender(source: () => string, target: string): Con
       cmd: process.execPath,
       args: [path.join(REPO_ROOT, "dist/bench/publish-floor.js"), source(), target],
     }),
+    check: (sample) =>
+      floorReport(sample, (report: { outputs?: number; bad?: number }) => {
+        const listed = JSON.parse(readFileSync(path.join(source(), "manifest.json"), "utf8")).files
+          .length as number;
+        return report.bad === 0 && report.outputs === listed
+          ? null
+          : `publish floor wrote ${report.outputs} of ${listed} outputs, ${report.bad} bad`;
+      }),
   };
 }
 

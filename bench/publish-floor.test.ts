@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { writeTestBundle } from "../src/bundle/testing.js";
-import { publishFloor } from "./publish-floor.js";
+import { publishFloor, verifyAll, writeAll } from "./publish-floor.js";
 
 const made: string[] = [];
 after(() => {
@@ -51,15 +51,46 @@ test("the publish floor writes every file, the Markdown as HTML, and a state rec
     state.outputs.map((record: { path: string }) => record.path),
     ["b/c/data.csv", "b/large.bin", "b/page.html", "index.html", "top.txt"],
   );
-  const { verified, state: stateAt, written } = result.marks;
-  assert.ok(verified <= stateAt && stateAt <= written, "phases in order");
+  assert.equal(existsSync(path.join(root, ".distributor.lock")), false, "the lock is released");
 });
 
-test("the publish floor writes nothing when a file does not match the manifest", async () => {
+const spoilers: [string, (bundle: string) => void][] = [
+  [
+    "a large file",
+    (dir) => writeFileSync(path.join(dir, "b/large.bin"), Buffer.alloc(LARGE.length, 8)),
+  ],
+  ["a small file", (dir) => writeFileSync(path.join(dir, "top.txt"), "TOP")],
+  ["a Markdown file", (dir) => writeFileSync(path.join(dir, "index.md"), "# Tutle\n")],
+  [
+    "an unclean path in the manifest",
+    (dir) => {
+      const file = path.join(dir, "manifest.json");
+      const manifest = JSON.parse(readFileSync(file, "utf8"));
+      manifest.files.find((f: { path: string }) => f.path === "top.txt").path = "b/../top.txt";
+      writeFileSync(file, JSON.stringify(manifest));
+    },
+  ],
+];
+
+for (const [what, spoil] of spoilers) {
+  test(`the publish floor writes nothing when ${what} does not match`, async () => {
+    const source = await bundle();
+    spoil(source);
+    const root = newRoot();
+    const result = await publishFloor(source, root);
+    assert.ok(result.bad >= 1, `bad: ${result.bad}`);
+    assert.equal(existsSync(root), false);
+  });
+}
+
+test("the publish floor hashes a large file again as it copies it", async () => {
   const source = await bundle();
-  writeFileSync(path.join(source, "b/large.bin"), Buffer.alloc(LARGE.length, 8));
+  const listed = JSON.parse(readFileSync(path.join(source, "manifest.json"), "utf8")).files;
+  const large = listed.filter((f: { path: string }) => f.path === "b/large.bin");
+  assert.equal(verifyAll(large, source), 0);
+  // Changed after verification: the copy must not pass as verified bytes.
+  writeFileSync(path.join(source, "b/large.bin"), Buffer.alloc(LARGE.length, 9));
   const root = newRoot();
-  const result = await publishFloor(source, root);
-  assert.equal(result.bad, 1);
-  assert.equal(existsSync(root), false);
+  mkdirSync(path.join(root, "b"), { recursive: true });
+  assert.equal(writeAll(root), 1);
 });

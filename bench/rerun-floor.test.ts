@@ -30,26 +30,45 @@ async function published(): Promise<{ bundle: string; root: string }> {
   return { bundle, root };
 }
 
-test("the rerun floor finds every file of an unchanged publication the same", async () => {
+function editJson(file: string, edit: (json: Record<string, unknown>) => void): void {
+  const json = JSON.parse(readFileSync(file, "utf8"));
+  edit(json);
+  writeFileSync(file, JSON.stringify(json));
+}
+
+test("the rerun floor finds every file of an unchanged publication the same, and leaves no lock", async () => {
   const { bundle, root } = await published();
   const result = await rerunFloor(bundle, root);
+  // Listed: the 21 outputs, the state and its own lock.
   assert.deepEqual(
     { files: result.files, same: result.same, rejected: result.rejected, listed: result.listed },
-    { files: 21, same: 21, rejected: 0, listed: 22 },
+    { files: 21, same: 21, rejected: 0, listed: 23 },
   );
-  const { parsed, verified, listed, compared } = result.marks;
-  assert.ok(parsed <= verified && verified <= listed && listed <= compared, "phases in order");
+  const again = await rerunFloor(bundle, root);
+  assert.equal(again.same, 21, "the lock was released");
 });
 
 test("the rerun floor counts a changed source, a resized output and a broken record", async () => {
   const { bundle, root } = await published();
   writeFileSync(path.join(bundle, "a/b1/f1.txt"), "FILE 1\nfile 1\n"); // same size, other bytes
   truncateSync(path.join(root, "a/b2/f2.txt"), 1);
-  const statePath = path.join(root, ".distributor.json");
-  const state = JSON.parse(readFileSync(statePath, "utf8"));
-  state.outputs[0].sha256 = "sha256:NOT-HEX";
-  writeFileSync(statePath, JSON.stringify(state));
+  editJson(path.join(root, ".distributor.json"), (state) => {
+    const [first] = state.outputs as { sha256: string }[];
+    if (first) first.sha256 = "sha256:NOT-HEX";
+  });
   const result = await rerunFloor(bundle, root);
   assert.equal(result.same, 18, "the changed source, the resized output and the broken record");
   assert.equal(result.rejected, 1);
+});
+
+test("the rerun floor rejects a bad manifest entry, and finds nothing the same under another source identity", async () => {
+  const { bundle, root } = await published();
+  editJson(path.join(bundle, "manifest.json"), (manifest) => {
+    const [first] = manifest.files as { sha256: string }[];
+    if (first) first.sha256 = first.sha256.toUpperCase();
+  });
+  const result = await rerunFloor(bundle, root);
+  assert.equal(result.rejected, 1);
+  // Any edit of manifest.json is another source digest: every record is of another source.
+  assert.equal(result.same, 0);
 });
