@@ -4,7 +4,6 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { writeTestBundle } from "../src/bundle/testing.js";
-import { publishFloorContender } from "./_kit.js";
 import { publishFloor, verifyAll, writeAll } from "./publish-floor.js";
 
 const made: string[] = [];
@@ -94,19 +93,4 @@ test("the publish floor hashes a large file again as it copies it", async () => 
   const root = newRoot();
   mkdirSync(path.join(root, "b"), { recursive: true });
   assert.equal(writeAll(root), 1);
-});
-
-test("the benchmark notes a publish floor sample that did not write every output", async () => {
-  const source = await bundle();
-  const { check } = publishFloorContender(() => source, "/unused");
-  const sample = (stdout: string) => ({
-    seconds: 1,
-    startedAtMs: 0,
-    peakRssMb: null,
-    cpuSeconds: null,
-    stdout,
-  });
-  assert.equal(check?.(sample('{"outputs":5,"bad":0}')), null);
-  assert.match(check?.(sample('{"outputs":4,"bad":0}')) ?? "", /wrote 4 of 5 outputs/);
-  assert.match(check?.(sample('{"outputs":0,"bad":1}')) ?? "", /1 bad/);
 });

@@ -5,7 +5,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 import { writeTestBundle } from "../src/bundle/testing.js";
 import { run } from "../src/execution/run.js";
-import { rerunFloorContender, writeConfig } from "./_kit.js";
+import { writeConfig } from "./_kit.js";
 import { rerunFloor } from "./rerun-floor.js";
 
 const made: string[] = [];
@@ -71,22 +71,4 @@ test("the rerun floor rejects a bad manifest entry, and finds nothing the same u
   assert.equal(result.rejected, 1);
   // Any edit of manifest.json is another source digest: every record is of another source.
   assert.equal(result.same, 0);
-});
-
-test("the benchmark notes a rerun floor sample that did not find every file the same", async () => {
-  const bundle = await writeTestBundle({ "a.txt": "a", "b.md": "# b\n" });
-  made.push(bundle);
-  const { check } = rerunFloorContender(() => bundle, "/unused");
-  const sample = (stdout: string) => ({
-    seconds: 1,
-    startedAtMs: 0,
-    peakRssMb: null,
-    cpuSeconds: null,
-    stdout,
-  });
-  // One file is Markdown, whose output the floor does not check.
-  assert.equal(check?.(sample('{"files":2,"same":1,"rejected":0}')), null);
-  assert.match(check?.(sample('{"files":2,"same":0,"rejected":0}')) ?? "", /found 0 of 1 files/);
-  assert.match(check?.(sample('{"files":2,"same":1,"rejected":1}')) ?? "", /rejected 1/);
-  assert.equal(check?.(sample("")), "the floor printed no report");
 });
