@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { markdownTable, type Row, ratioMet, spreadNote } from "./_report.js";
+import { markdownTable, type Row, ratioDigits, ratioMet, spreadNote } from "./_report.js";
 
 test("spreadNote flags samples 1.5x or more apart, and only those", () => {
   assert.equal(spreadNote([4.7, 42, 11.7], "s"), "4.70–42.00 s: the median may not be typical");
@@ -33,6 +33,8 @@ test("the table shows each side's CPU seconds, a dash when unknown", () => {
     notes: ["server CPU 1.90 s / 3.10 s"],
   };
   const table = markdownTable([row]);
+  assert.match(table, /\| 0\.80× \|/);
+  assert.match(markdownTable([{ ...row, ratio: 0.795, ratioDigits: 3 }]), /\| 0\.795× \|/);
   assert.match(table, /\| CPU s \(distributor \/ anchor\) \|/);
   assert.match(table, /\| 160 \| 3\.50 \/ — \| server CPU 1\.90 s \/ 3\.10 s \|$/);
 });
@@ -44,4 +46,13 @@ test("ratioMet: a lower or an upper bound, and n/a for a row without one or with
   assert.equal(ratioMet(1.26, { ratioMax: 1.25 }), false);
   assert.equal(ratioMet(0.5, {}), null, "a context row has no target to meet");
   assert.equal(ratioMet(null, { ratioMax: 1.25 }), null);
+});
+
+test("ratioDigits: three decimals only where two would round a ratio onto the other side of its target", () => {
+  assert.equal(ratioDigits(0.795, { ratioMin: 0.8 }), 3, "0.80× would read as met");
+  assert.equal(ratioDigits(1.253, { ratioMax: 1.25 }), 3, "1.25× would read as met");
+  assert.equal(ratioDigits(0.81, { ratioMin: 0.8 }), 2);
+  assert.equal(ratioDigits(0.7, { ratioMin: 0.8 }), 2);
+  assert.equal(ratioDigits(0.795, {}), 2, "a context row");
+  assert.equal(ratioDigits(null, { ratioMin: 0.8 }), 2);
 });

@@ -9,6 +9,8 @@ export interface Row {
   anchorMedian: number | null;
   /** distributor / anchor. */
   ratio: number | null;
+  /** Decimals the table shows `ratio` with (ratioDigits); 2 when absent. */
+  ratioDigits?: number;
   target: string;
   met: boolean | null;
   /** Highest peak RSS of the subject's samples, MB. */
@@ -38,6 +40,18 @@ export function ratioMet(
   return null;
 }
 
+/**
+ * Decimals to show `ratio` with: 2, or 3 where 2 would round it onto the
+ * other side of its bounds (0.795 against ≥ 0.8 would read 0.80×, not met).
+ */
+export function ratioDigits(
+  ratio: number | null,
+  bounds: { ratioMin?: number; ratioMax?: number },
+): number {
+  if (ratio === null) return 2;
+  return ratioMet(Number(ratio.toFixed(2)), bounds) === ratioMet(ratio, bounds) ? 2 : 3;
+}
+
 function num(value: number | null, digits = 2): string {
   return value === null || Number.isNaN(value) ? "—" : value.toFixed(digits);
 }
@@ -58,7 +72,7 @@ export function markdownTable(rows: readonly Row[]): string {
       `${num(row.distributor)} ${row.unit}`,
       row.anchor,
       `${num(row.anchorMedian)} ${row.unit}`,
-      row.ratio === null ? "—" : `${row.ratio.toFixed(2)}×`,
+      row.ratio === null ? "—" : `${row.ratio.toFixed(row.ratioDigits ?? 2)}×`,
       row.target,
       metText(row.met),
       num(row.peakRssMb, 0),

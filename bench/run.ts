@@ -20,7 +20,7 @@ import {
   warmFiles,
   warmPageCache,
 } from "./_measure.js";
-import { markdownTable, type Row, ratioMet, spreadNote } from "./_report.js";
+import { markdownTable, type Row, ratioDigits, ratioMet, spreadNote } from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
@@ -158,6 +158,7 @@ function rowOf(
     distributor,
     anchorMedian,
     ratio,
+    ratioDigits: ratioDigits(ratio, comparison),
     target,
     met,
     peakRssMb,
