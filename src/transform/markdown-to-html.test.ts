@@ -121,6 +121,14 @@ describe("renderMarkdownToHtml markdown", () => {
     assert.match(html, / and report.md<\/p>/);
   });
 
+  test("does not autolink protocol-relative //host paths, as GFM does not", () => {
+    const html = body("Mirror at //cdn.example.com/lib and https://example.com/a\n");
+    assert.match(
+      html,
+      /Mirror at \/\/cdn\.example\.com\/lib and <a href="https:\/\/example\.com\/a">/,
+    );
+  });
+
   test("the link pretest: narrowing it changes no output", () => {
     // Pieces that make or almost make a link, in any case, escaped, encoded,
     // inside markup, or split across lines and table cells.

@@ -59,6 +59,9 @@ function linkifyWww(md: MarkdownIt): void {
   // also turn file names like "report.md" (.md is a TLD) into links, so it is off.
   let tail: RegExp | undefined;
   md.linkify.set({ fuzzyLink: false });
+  // Nor does GFM link protocol-relative "//host/path", which linkify-it does by
+  // default (its "//" schema, which also ran a second time on every "https://" URL).
+  md.linkify.add("//", null);
   md.linkify.add("www.", {
     validate(text, pos, self) {
       const re = (self as unknown as { re: Record<string, string> }).re;
@@ -74,11 +77,10 @@ function linkifyWww(md: MarkdownIt): void {
 /**
  * What a block's text must contain for linkify-it to find a link in it with
  * this renderer's settings: a scheme's colon (`http:`, `https:`, `ftp:`,
- * `mailto:`), `//` (protocol-relative links), `www.` (the schema added
- * above, any case) or an email's `@`. Fuzzy links, which need none of them,
- * are off.
+ * `mailto:`), `www.` (the schema added above, any case) or an email's `@`.
+ * Fuzzy links and protocol-relative ones, which need none of them, are off.
  */
-const MAY_HOLD_LINK = /[:@]|\/\/|www\./i;
+const MAY_HOLD_LINK = /[:@]|www\./i;
 
 /**
  * Put that check before linkify-it's own pretest, which markdown-it runs on
