@@ -1,11 +1,12 @@
 /**
  * What the two floor programs share (bench/rerun-floor.ts and
  * bench/publish-floor.ts): the manifest's field checks, hashing a file in
- * chunks, and asking a worker.
+ * chunks, their worker threads, and their entry point.
  */
 import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
-import type { Worker } from "node:worker_threads";
+import { pathToFileURL } from "node:url";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { cleanPathProblem } from "../src/paths.js";
 
 export interface ManifestFile {
@@ -102,4 +103,45 @@ export function takeLock(root: string): { release: () => void } {
     closeSync(fd);
   }
   return { release: () => unlinkSync(lock) };
+}
+
+/** What marks a worker thread as one of a floor's own (see floorWorkers). */
+const FLOOR_WORKER = "distributorFloorWorker";
+
+/** Two worker threads running the floor module at `moduleUrl` (see runFloorModule). */
+export function floorWorkers(moduleUrl: string): Worker[] {
+  return [0, 1].map(() => new Worker(new URL(moduleUrl), { workerData: { [FLOOR_WORKER]: true } }));
+}
+
+/**
+ * The entry of a floor module, called at its top level with its own
+ * `import.meta.url`. In one of its floorWorkers it answers each job with
+ * `runJob`. Run as a script with a bundle and a destination root, it runs
+ * `floor` and prints the report as JSON, phase marks rounded to milliseconds;
+ * the exit code is `exitCode(report)`. Imported (tests, the benchmark), it
+ * does nothing.
+ */
+export async function runFloorModule<J, R extends { marks: Record<string, number> }>(floorModule: {
+  url: string;
+  usage: string;
+  runJob: (job: J) => unknown;
+  floor: (bundle: string, root: string) => Promise<R>;
+  exitCode?: (report: R) => number;
+}): Promise<void> {
+  if (!isMainThread && (workerData as Record<string, unknown> | null)?.[FLOOR_WORKER]) {
+    parentPort?.on("message", (job: J) => parentPort?.postMessage(floorModule.runJob(job)));
+    return;
+  }
+  if (!isMainThread || floorModule.url !== pathToFileURL(process.argv[1] ?? "").href) return;
+  const [bundle, root] = process.argv.slice(2);
+  if (!bundle || !root) {
+    console.error(`usage: ${floorModule.usage}`);
+    process.exit(2);
+  }
+  const report = await floorModule.floor(bundle, root);
+  const marks = Object.fromEntries(
+    Object.entries(report.marks).map(([phase, ms]) => [phase, Math.round(ms)]),
+  );
+  console.log(JSON.stringify({ ...report, marks }));
+  process.exit(floorModule.exitCode?.(report) ?? 0);
 }

@@ -38,13 +38,14 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { pathToFileURL } from "node:url";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { createRenderer } from "../src/transform/markdown-to-html.js";
 import {
   ask,
+  floorWorkers,
   type ManifestFile,
   rejectedFiles,
+  runFloorModule,
   sha256Of,
   sha256OfFile,
   takeLock,
@@ -147,9 +148,7 @@ function writeDurably(folder: string, name: string, text: string): void {
 }
 
 export async function publishFloor(bundle: string, root: string): Promise<PublishFloorResult> {
-  const workers = [0, 1].map(
-    () => new Worker(new URL(import.meta.url), { workerData: { publishFloorWorker: true } }),
-  );
+  const workers = floorWorkers(import.meta.url);
   try {
     // 1. Verification on the workers; the Markdown read, hashed and rendered here meanwhile.
     const manifestBytes = readFileSync(`${bundle}/manifest.json`);
@@ -252,18 +251,10 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
   }
 }
 
-if (!isMainThread && (workerData as { publishFloorWorker?: boolean })?.publishFloorWorker) {
-  parentPort?.on("message", (job: Job) => parentPort?.postMessage(runJob(job)));
-} else if (isMainThread && import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const [bundle, root] = process.argv.slice(2);
-  if (!bundle || !root) {
-    console.error("usage: node dist/bench/publish-floor.js <bundle dir> <new destination root>");
-    process.exit(2);
-  }
-  const result = await publishFloor(bundle, root);
-  const marks = Object.fromEntries(
-    Object.entries(result.marks).map(([k, v]) => [k, Math.round(v)]),
-  );
-  console.log(JSON.stringify({ ...result, marks }));
-  process.exit(result.bad === 0 ? 0 : 1);
-}
+await runFloorModule({
+  url: import.meta.url,
+  usage: "node dist/bench/publish-floor.js <bundle dir> <new destination root>",
+  runJob,
+  floor: publishFloor,
+  exitCode: (report) => (report.bad === 0 ? 0 : 1),
+});

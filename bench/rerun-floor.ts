@@ -26,14 +26,15 @@
  * started) as JSON.
  */
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import {
   ask,
   clean,
   DIGEST,
+  floorWorkers,
   type ManifestFile,
   rejectedFiles,
+  runFloorModule,
   sha256Of,
   sha256OfFile,
   takeLock,
@@ -114,9 +115,7 @@ function runJob(job: Job): unknown {
 }
 
 export async function rerunFloor(bundle: string, root: string): Promise<RerunFloorResult> {
-  const workers = [0, 1].map(
-    () => new Worker(new URL(import.meta.url), { workerData: { rerunFloorWorker: true } }),
-  );
+  const workers = floorWorkers(import.meta.url);
   try {
     // 1. Verification on the workers, once the manifest is parsed (its paths
     // make their jobs); its digest and the state parsed and checked here meanwhile.
@@ -206,16 +205,9 @@ export async function rerunFloor(bundle: string, root: string): Promise<RerunFlo
   }
 }
 
-if (!isMainThread && (workerData as { rerunFloorWorker?: boolean })?.rerunFloorWorker) {
-  parentPort?.on("message", (job: Job) => parentPort?.postMessage(runJob(job)));
-} else if (isMainThread && import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const [bundle, root] = process.argv.slice(2);
-  if (!bundle || !root) {
-    console.error("usage: node dist/bench/rerun-floor.js <bundle dir> <destination root>");
-    process.exit(2);
-  }
-  const result = await rerunFloor(bundle, root);
-  const round = (ms: number) => Math.round(ms);
-  const marks = Object.fromEntries(Object.entries(result.marks).map(([k, v]) => [k, round(v)]));
-  console.log(JSON.stringify({ ...result, marks }));
-}
+await runFloorModule({
+  url: import.meta.url,
+  usage: "node dist/bench/rerun-floor.js <bundle dir> <destination root>",
+  runJob,
+  floor: rerunFloor,
+});
