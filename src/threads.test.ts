@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { threadId } from "node:worker_threads";
 import { hasIdleHelper, helperCounts, onHelperOrHere, stopIdleHelpers } from "./threads.js";
 
@@ -23,6 +26,22 @@ describe("helper threads", () => {
     assert.equal(await threadOf({}), first, "the same, already started thread");
     assert.equal(helperCounts.onThreads - before.onThreads, 2);
     assert.equal(helperCounts.here - before.here, 0);
+  });
+
+  test("a job's input is not kept here while its helper works on it", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let sent: WeakRef<object> | undefined;
+    const running = (() => {
+      // A shard of 100,000 files is tens of megabytes.
+      const input = { waitMs: 1000, padding: new Array(100_000).fill("x") };
+      sent = new WeakRef(input);
+      return threadOf(input);
+    })();
+    await sleep(200);
+    gc();
+    assert.equal(sent?.deref(), undefined, "collected while the job runs");
+    assert.notEqual(await running, threadId);
   });
 
   test("jobs started together run on distinct threads", async () => {

@@ -152,6 +152,9 @@ export function onHelperOrHere<T>(
   const helper = claimHelper();
   if (!helper) return runHere();
   const { worker } = helper;
+  // Dropped once sent: the closures below live until the answer, and would
+  // keep a large input (a shard of 100,000 files) alive that long.
+  let message: HelperMessage | null = { job: job.href, input };
   return new Promise<T | null>((resolve) => {
     const events = ["message", "messageerror", "error", "exit"] as const;
     const settle = (result: T | null) => {
@@ -168,10 +171,12 @@ export function onHelperOrHere<T>(
     };
     for (const event of events) worker.once(event, listeners[event]);
     try {
-      worker.postMessage({ job: job.href, input } satisfies HelperMessage);
+      worker.postMessage(message);
     } catch {
       // An input that cannot be sent (not cloneable) is done here.
       onFailure();
+    } finally {
+      message = null;
     }
   }).then((result) => {
     if (result === null) {

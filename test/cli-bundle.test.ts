@@ -12,6 +12,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { packFiles } from "../src/bundle/_packed-files.js";
 import { sha256Hex } from "../src/hashing.js";
 import type { PackedPart } from "../src/storage/_fs-walk.js";
 import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
@@ -118,7 +119,7 @@ describe("the CLI bundle (dist/cli)", () => {
     const verify = (input: object) =>
       askWorker("_helper-thread.js", {
         job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
-        input: { root: dir, files, ...input },
+        input: { root: dir, files: packFiles(files), ...input },
       });
     const answer = await verify({ claims: newWorkClaims(3) });
     assert.ok(Array.isArray(answer), `an answer per file, got ${JSON.stringify(answer)}`);

@@ -17,12 +17,13 @@ import {
   type WorkClaims,
 } from "../threads.js";
 import { FileChecker, type FileToCheck } from "./_file-checks.js";
+import { type PackedFiles, packFiles } from "./_packed-files.js";
 import type { VerifiedBytesStore } from "./_verified-bytes.js";
 
 /** What one worker is sent. */
 export interface ShardInput {
   root: string;
-  files: FileToCheck[];
+  files: PackedFiles;
   /** The helper takes files from the front; the calling thread from the back (see shareTails). */
   claims: WorkClaims;
   /** Where to keep small good files' bytes (_verified-bytes.ts); shared, not copied. */
@@ -160,14 +161,13 @@ export async function checkHere(
  * and shardProblems checks its part here.
  */
 function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
+  const count = input.files.sizes.length;
   return onHelperOrHere(
     VERIFY_JOB,
     input,
     // Anything but an array of at most one answer per file is a broken worker, never "all good".
     (problems) =>
-      Array.isArray(problems) && problems.length <= input.files.length
-        ? (problems as (string | null)[])
-        : null,
+      Array.isArray(problems) && problems.length <= count ? (problems as (string | null)[]) : null,
     () => null,
   );
 }
@@ -253,7 +253,7 @@ export async function checkFiles(
   const shards = shardsOf(files, helpers);
   const shared: SharedShard[] = shards.map((shard) => {
     const claims = newWorkClaims(shard.files.length);
-    const answer = checkInWorker({ root, files: shard.files, claims, store });
+    const answer = checkInWorker({ root, files: packFiles(shard.files), claims, store });
     return { files: shard.files, claims, answer, taken: new Map() };
   });
   options.meanwhile?.();

@@ -6,14 +6,16 @@
  */
 import { type JobResult, takeFront } from "../threads.js";
 import { FileChecker } from "./_file-checks.js";
+import { packedCount, packedFile } from "./_packed-files.js";
 import type { ShardInput } from "./_parallel-checks.js";
 
 export function runJob(input: unknown): JobResult {
   const { root, files, claims, store } = input as ShardInput;
   const checker = new FileChecker(root, store);
+  if (packedCount(files) < 0) throw new Error("not a packed shard");
   const problems: (string | null)[] = [];
   for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
-    problems.push(checker.check(files[index] as (typeof files)[number]));
+    problems.push(checker.check(packedFile(files, index)));
   }
   return { value: problems };
 }
