@@ -43,13 +43,14 @@ const ALPHABET = [
 
 function randomStrings(count: number, seed: number): string[] {
   let state = seed;
-  const next = () => {
+  // 0 to n - 1 from the high bits: the low ones of this generator repeat with short periods.
+  const next = (n: number) => {
     state = (state * 1103515245 + 12345) % 2147483648;
-    return state;
+    return Math.floor((state / 2147483648) * n);
   };
   return Array.from({ length: count }, () => {
-    const length = next() % 6;
-    return Array.from({ length }, () => ALPHABET[next() % ALPHABET.length]).join("");
+    const length = next(6);
+    return Array.from({ length }, () => ALPHABET[next(ALPHABET.length)]).join("");
   });
 }
 
