@@ -129,11 +129,16 @@ describe("renderMarkdownToHtml markdown", () => {
     );
   });
 
-  test("the link pretest: narrowing it changes no output", () => {
+  test("the link shortcuts: the narrowed tests and the one-run http rule change no output", () => {
     // Pieces that make or almost make a link, in any case, escaped, encoded,
     // inside markup, or split across lines and table cells.
     const pieces = [
       "https://example.com/a",
+      "https://example.com/a.",
+      "http://x.test/p?q=(1)",
+      "https://user:pw@host.test:8080/p#f",
+      "https://",
+      "http:x.test",
       "HTTP://EXAMPLE.ORG",
       "Ftp://files.test/x",
       "//cdn.test/lib",
@@ -180,11 +185,16 @@ describe("renderMarkdownToHtml markdown", () => {
     let seed = 20261130;
     const next = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
-      return seed % n;
+      // The high bits: the low ones of this generator repeat with short periods.
+      return Math.floor((seed / 2147483648) * n);
     };
     for (const allowHtml of [false, true]) {
       const narrowed = createRenderer(allowHtml);
       const reference = createRenderer(allowHtml, false);
+      // Several links in one text: the http rule is asked about each place twice.
+      const several = "see https://a.test/x and http://b.test, then https://a.test/x again";
+      assert.equal(narrowed.render(several), reference.render(several));
+      assert.equal(narrowed.render(several).match(/<a href/g)?.length, 3);
       let links = 0;
       for (let i = 0; i < 3000; i++) {
         let text = "";
@@ -285,6 +295,7 @@ describe("renderMarkdownToHtml dangerous URLs", () => {
       "javascript%3Ax",
       "data%3atext/html,x",
       "file:///etc/passwd",
+      "javascript:http://x.test",
     ]) {
       assert.equal(isSafeUrl(url), false, url);
     }
@@ -295,6 +306,9 @@ describe("renderMarkdownToHtml dangerous URLs", () => {
       "mailto:a@b.test",
       "./javascript.html",
       "%zz",
+      "http:javascript:alert(1)",
+      "https://x.test/%zz",
+      " http:x",
     ]) {
       assert.equal(isSafeUrl(url), true, url);
     }
