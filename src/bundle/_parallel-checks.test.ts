@@ -5,7 +5,9 @@ import { describe, test } from "node:test";
 import { setImmediate } from "node:timers/promises";
 import { EventLoopTurns, newWorkClaims } from "../threads.js";
 import type { FileToCheck } from "./_file-checks.js";
+import { packFiles } from "./_packed-files.js";
 import { checkHere, type SharedShard, shardProblems, shardsOf } from "./_parallel-checks.js";
+import { runJob as verifyJob } from "./_verify-job.js";
 import { writeTestBundle } from "./testing.js";
 
 const MB = 1024 * 1024;
@@ -119,6 +121,19 @@ describe("shardProblems", () => {
     );
     return { dir, files };
   }
+
+  test("the verify job answers for its packed shard's files in order, and never past its end", async () => {
+    const { dir, files } = await listedBundle(3);
+    const expected = await checkHere(dir, files);
+    assert.equal(expected.filter((problem) => problem === null).length, 2, "one bad file");
+    const job = (claims: number) =>
+      verifyJob({ root: dir, files: packFiles(files), claims: newWorkClaims(claims), store: null })
+        .value;
+    assert.deepEqual(job(3), expected);
+    // Claims beyond the shard (a caller's bug) end the answer there.
+    assert.deepEqual(job(5), expected);
+    assert.throws(() => verifyJob({ root: dir, files, claims: newWorkClaims(3), store: null }));
+  });
 
   test("the helper's front and this thread's back make the shard, in order", async () => {
     const { dir, files } = await listedBundle(6);
