@@ -22,6 +22,18 @@ function render(
   return new TextDecoder().decode(bytes);
 }
 
+/**
+ * A seeded source of integers below `n`: a linear congruential generator,
+ * read from its high bits (its low ones repeat with short periods).
+ */
+function seededBelow(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return Math.floor((state / 2147483648) * n);
+  };
+}
+
 /** The rendered body only, without the document frame and stylesheet. */
 function body(markdown: string, options: Partial<RenderMarkdownOptions> = {}): string {
   const html = render(markdown, options);
@@ -129,7 +141,7 @@ describe("renderMarkdownToHtml markdown", () => {
     );
   });
 
-  test("the link shortcuts: the narrowed tests and the one-run http rule change no output", () => {
+  test("the link shortcuts (narrowed tests, one-run http rule, links as written) change no output", () => {
     // Pieces that make or almost make a link, in any case, escaped, encoded,
     // inside markup, or split across lines and table cells.
     const pieces = [
@@ -182,12 +194,7 @@ describe("renderMarkdownToHtml markdown", () => {
       "<b>www.html.test</b>",
       '<a href="x">a@b.test</a>',
     ];
-    let seed = 20261130;
-    const next = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2147483648;
-      // The high bits: the low ones of this generator repeat with short periods.
-      return Math.floor((seed / 2147483648) * n);
-    };
+    const next = seededBelow(20261130);
     for (const allowHtml of [false, true]) {
       const narrowed = createRenderer(allowHtml);
       const reference = createRenderer(allowHtml, false);
@@ -206,6 +213,75 @@ describe("renderMarkdownToHtml markdown", () => {
       }
       assert.ok(links > 500, `the inputs make links (${links})`);
     }
+  });
+
+  test("the links-as-written shortcut returns what markdown-it's normalizeLink returns", () => {
+    // URLs built from parts that keep or change under mdurl and punycode:
+    // schemes in any case, user parts, hosts too long or with a label of 64,
+    // punycode and non-ASCII hosts, empty and odd ports, kept and broken
+    // escapes, characters that encoding changes, colons after the path.
+    const schemes = ["", "", "http://", "https://", "HTTP://", "http:", "ftp://", "mailto:", "//"];
+    const users = ["", "", "", "u@", "u:p@"];
+    const hosts = [
+      "",
+      "example.com",
+      "a-b.test",
+      "EXAMPLE.org",
+      "xn--bcher-kva.example",
+      "bücher.example",
+      `${"a".repeat(63)}.test`,
+      `${"a".repeat(64)}.test`,
+      `${"ab.".repeat(85)}test`,
+      "host_x.test",
+      "a+b.test",
+      "[::1]",
+      "1.2.3.4",
+      "a..b",
+      "-a.test",
+      "page.md",
+    ];
+    const ports = ["", "", "", ":8080", ":", ":x"];
+    const tails = [
+      "",
+      "/",
+      "/a/b.md",
+      "./x.md",
+      "../y.md",
+      "?q=1&r=(2)",
+      "#frag",
+      "#a:b",
+      ":c",
+      ";x",
+      "'q'",
+      "/a@b",
+      "/%20",
+      "/%2",
+      "/%zz",
+      "%",
+      "/a b",
+      "\\x",
+      "/{x}|^`",
+      "/ü",
+      "/😀",
+      " ",
+      "\t",
+      "!$*,~",
+    ];
+    const next = seededBelow(20261201);
+    const pick = (list: readonly string[]) => list[next(list.length)] as string;
+    const shortcut = createRenderer(false);
+    const reference = createRenderer(false, false);
+    let unchanged = 0;
+    const total = 20000;
+    for (let i = 0; i < total; i++) {
+      let url = pick(schemes) + pick(users) + pick(hosts) + pick(ports);
+      for (let k = next(4); k > 0; k--) url += pick(tails);
+      const expected = reference.normalizeLink(url);
+      assert.equal(shortcut.normalizeLink(url), expected, `url: ${JSON.stringify(url)}`);
+      if (expected === url) unchanged++;
+    }
+    // Both kinds are generated: links kept as written and links normalized.
+    assert.ok(unchanged > total / 5 && unchanged < (total * 4) / 5, `${unchanged} kept`);
   });
 
   test("raw HTML is escaped by default", () => {
