@@ -13,6 +13,7 @@ import {
   isTempPath,
   nestedRootOf,
 } from "./paths.js";
+import { seededBelow } from "./random.fixtures.js";
 import { tempPathIn } from "./storage/_fs-paths.js";
 
 // The straightforward definitions the fast paths must agree with.
@@ -42,12 +43,7 @@ const ALPHABET = [
 ];
 
 function randomStrings(count: number, seed: number): string[] {
-  let state = seed;
-  // 0 to n - 1 from the high bits: the low ones of this generator repeat with short periods.
-  const next = (n: number) => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return Math.floor((state / 2147483648) * n);
-  };
+  const next = seededBelow(seed);
   return Array.from({ length: count }, () => {
     const length = next(6);
     return Array.from({ length }, () => ALPHABET[next(ALPHABET.length)]).join("");

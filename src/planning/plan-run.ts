@@ -7,9 +7,16 @@
  * outputs → other deletes → final state.
  */
 import type { Owner, PlannedOutput } from "../model.js";
-import { ancestorsOf, compareUtf8, STATE_FILE } from "../paths.js";
+import {
+  addAncestors,
+  ancestorsOf,
+  compareUtf8,
+  hasReservedSegment,
+  STATE_FILE,
+} from "../paths.js";
 import type { CatalogState, OutputRecord } from "../state/types.js";
 import { sortRecords } from "../state/write.js";
+import type { StorageEntry } from "../storage/driver.js";
 import { blockerOf, type Clearing } from "./_blockers.js";
 import { caseFoldClashes } from "./_case-fold.js";
 import { blockedPlan, caseFoldPlan, conflictPlan, foreignRootPlan } from "./_failures.js";
@@ -40,7 +47,11 @@ export { simulateApplied } from "./simulate.js";
  * Reserved names (any segment starting with `.distributor.`) in the listing are
  * ignored everywhere.
  */
-export function planRun(input: RunPlanInput): RunPlan {
+export function planRun(input: RunPlanInput, options: { shortcuts?: boolean } = {}): RunPlan {
+  if (options.shortcuts !== false) {
+    const aligned = planAligned(input);
+    if (aligned !== null) return aligned;
+  }
   const view = storageView(input.listing);
   const { state } = input;
   if (!input.force && (state.class === "invalid" || state.class === "unsupported")) {
@@ -357,7 +368,7 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
   // One pass: what is in the way of each output, and each output's change,
   // with one lookup of its record. Any blocker fails the plan, so the
   // changes are only worked out while there is none.
-  const scope: Scope = { input, view, context: _context(input) };
+  const scope: Scope = { input, context: _context(input) };
   const blockers: Blocker[] = [];
   const planned: Planned[] = [];
   let recordsPlanned = 0;
@@ -366,13 +377,45 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     if (record !== undefined) recordsPlanned += 1;
     const blocker = blockerOf(clearing, output.path, record !== undefined, old === null);
     if (blocker !== null) blockers.push(blocker);
-    else if (blockers.length === 0) planned.push(_planOutput(scope, output, record));
+    else if (blockers.length === 0) {
+      planned.push(_planOutput(scope, output, record, view.entries.get(output.path)));
+    }
   }
   if (blockers.length > 0) return blockedPlan(input, blockers);
   // Paths are unique in a valid state: when every record is planned, none is kept.
   const kept =
     recordsPlanned === oldRecords.length ? [] : _notIn(oldRecords, plannedPathSet(), omittedPaths);
-  const changes = [...planned.map((p) => p.change), ...omitted.map((r) => _deleteChange(view, r))];
+  return _catalogPlan(input, old, planned, {
+    omitted,
+    kept,
+    deleteChanges: omitted.map((r) => _deleteChange(view, r)),
+    deletes: () => _deletes(view, omitted, clearing.first, plannedPathSet),
+    deletesFirst: [...clearing.first].sort(compareUtf8),
+  });
+}
+
+/** What a catalog plan removes and keeps besides its planned outputs. */
+interface CatalogRest {
+  /** Records this run removes (see _removed). */
+  omitted: OutputRecord[];
+  /** Records this run neither plans nor removes. */
+  kept: OutputRecord[];
+  /** The delete change of each omitted record. */
+  deleteChanges: OutputChange[];
+  /** RunPlan.deletes, asked for only when the plan writes. */
+  deletes: () => string[];
+  deletesFirst: string[];
+}
+
+/** The plan of a valid or legacy root once nothing is in the way: skip_same, or the workflow's action. */
+function _catalogPlan(
+  input: RunPlanInput,
+  old: CatalogState | null,
+  planned: readonly Planned[],
+  rest: CatalogRest,
+): RunPlan {
+  const { omitted } = rest;
+  const changes = [...planned.map((p) => p.change), ...rest.deleteChanges];
   // Planned changes follow the sorted outputs already; only deletes need merging in.
   if (omitted.length > 0) changes.sort((a, b) => compareUtf8(a.path, b.path));
   const quiet = omitted.length === 0 && planned.every((p) => !p.recordChanged);
@@ -392,15 +435,104 @@ function _planCatalog(input: RunPlanInput, view: StorageView, old: CatalogState 
     action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
     error: null,
     changes,
-    deletes: _deletes(view, omitted, clearing.first, plannedPathSet),
-    deletesFirst: [...clearing.first].sort(compareUtf8),
+    deletes: rest.deletes(),
+    deletesFirst: rest.deletesFirst,
     claimState: _claim(input, old, created),
     finalState: _state(input, old?.created_at ?? input.now, [
-      ...kept,
+      ...rest.kept,
       ...planned.map((p) => p.record),
     ]),
     omittedRecords: omitted,
   };
+}
+
+/**
+ * The common large rerun, planned without building the storage view: a
+ * valid state whose records are the outputs, path for path in the outputs'
+ * sorted order, and a listing that holds exactly those paths, each a file,
+ * besides the root's own reserved files (its state, lock and temporary
+ * files, which the view leaves out too). No output is then in the way of
+ * another, unless an output's path is another's folder (checked here), and
+ * nothing else stands anywhere: no blocker, no record omitted or kept aside,
+ * and each output's record and listing entry sit at its own index, where
+ * _planCatalog looks both up in maps (on 100,000 outputs, building and
+ * reading those maps and the view took most of planning). Null for any
+ * other input, which the full planner plans; the test "the aligned plan"
+ * compares both on generated inputs (exported for it).
+ */
+export function planAligned(input: RunPlanInput): RunPlan | null {
+  const { state } = input;
+  if (input.force || input.foldsCase || state.class !== "valid") return null;
+  const records = state.state.outputs;
+  if (records.length !== input.outputs.length) return null;
+  const outputs = _sorted(input.outputs);
+  for (let i = 0; i < outputs.length; i++) {
+    if ((records[i] as OutputRecord).path !== (outputs[i] as PlannedOutput).path) return null;
+  }
+  const entries = _alignedEntries(input.listing, outputs);
+  if (entries === null || _someOutputIsAFolder(outputs)) return null;
+  const scope: Scope = { input, context: _context(input) };
+  const planned = outputs.map((output, i) =>
+    _planOutput(scope, output, records[i] as OutputRecord, entries[i]),
+  );
+  return _catalogPlan(input, state.state, planned, {
+    omitted: [],
+    kept: [],
+    deleteChanges: [],
+    deletes: () => [],
+    deletesFirst: [],
+  });
+}
+
+/**
+ * The listing's entry for each of the sorted `outputs`, index for index,
+ * when the listing holds those paths, each a file without a reserved
+ * segment, and nothing else but reserved names at the top of the root;
+ * otherwise null.
+ */
+function _alignedEntries(
+  listing: readonly StorageEntry[],
+  outputs: readonly PlannedOutput[],
+): StorageEntry[] | null {
+  const entries: StorageEntry[] = [];
+  for (const entry of listing) {
+    if (!entry.path.includes("/") && hasReservedSegment(entry.path)) continue;
+    const output = outputs[entries.length];
+    if (output === undefined || entry.path !== output.path || entry.type !== "file") return null;
+    if (hasReservedSegment(entry.path)) return null;
+    entries.push(entry);
+  }
+  return entries.length === outputs.length ? entries : null;
+}
+
+/**
+ * Whether one of the sorted outputs' paths is a folder of another. In UTF-8
+ * order the paths that start with a path P come right after it, so P is a
+ * folder when one of those continues with `/`; most paths start none of the
+ * next ones. Past a few such paths in a row (names that extend each other,
+ * `a`, `a0`, `a00`, ...) the scan would grow quadratic: a set of every
+ * folder then answers instead.
+ */
+function _someOutputIsAFolder(outputs: readonly PlannedOutput[]): boolean {
+  for (let i = 0; i < outputs.length; i++) {
+    const path = (outputs[i] as PlannedOutput).path;
+    for (let j = i + 1, scanned = 0; j < outputs.length; j++, scanned++) {
+      const next = (outputs[j] as PlannedOutput).path;
+      if (!next.startsWith(path)) break;
+      if (next.charCodeAt(path.length) === SLASH) return true;
+      if (scanned === MAX_PREFIX_SCAN) return _someOutputIsAFolderBySet(outputs);
+    }
+  }
+  return false;
+}
+
+const SLASH = 0x2f;
+const MAX_PREFIX_SCAN = 16;
+
+function _someOutputIsAFolderBySet(outputs: readonly PlannedOutput[]): boolean {
+  const folders = new Set<string>();
+  for (const { path } of outputs) addAncestors(folders, path);
+  return outputs.some(({ path }) => folders.has(path));
 }
 
 /**
@@ -428,29 +560,29 @@ function _claim(
 /** What every output of one plan shares: built once, not per output. */
 interface Scope {
   input: RunPlanInput;
-  view: StorageView;
   context: RecordContext;
 }
 
+/** One output's change and record, given its old record and what storage holds at its path. */
 function _planOutput(
   scope: Scope,
   output: PlannedOutput,
   record: OutputRecord | undefined,
+  entry: StorageEntry | undefined,
 ): Planned {
-  const { input, view, context } = scope;
+  const { input, context } = scope;
   const now = { created_at: input.now, updated_at: input.now };
   if (record === undefined) {
     // Only legacy state gets here with a file already at the path (valid state blocks it).
-    const reason = view.entries.has(output.path)
-      ? "overwrites a file left under legacy state"
-      : "not in catalog";
+    const reason =
+      entry !== undefined ? "overwrites a file left under legacy state" : "not in catalog";
     const fresh = recordFor(output, context, now);
-    const change = view.entries.has(output.path) ? "update" : "create";
+    const change = entry !== undefined ? "update" : "create";
     return { change: _change(output, change, reason, fresh), record: fresh, recordChanged: true };
   }
   const decision = decideRecorded(output, {
     record,
-    entry: view.entries.get(output.path),
+    entry,
     verified: input.verifiedDigests?.get(output.path),
     owner: input.owner,
   });

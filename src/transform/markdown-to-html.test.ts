@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
+import { seededBelow } from "../random.fixtures.js";
 import {
   createRenderer,
   headingSlug,
@@ -20,18 +21,6 @@ function render(
     ...options,
   });
   return new TextDecoder().decode(bytes);
-}
-
-/**
- * A seeded source of integers below `n`: a linear congruential generator,
- * read from its high bits (its low ones repeat with short periods).
- */
-function seededBelow(seed: number): (n: number) => number {
-  let state = seed;
-  return (n) => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return Math.floor((state / 2147483648) * n);
-  };
 }
 
 /** The rendered body only, without the document frame and stylesheet. */
