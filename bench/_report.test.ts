@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { markdownTable, type Row, ratioDigits, ratioMet, spreadNote } from "./_report.js";
+import {
+  markdownTable,
+  type Row,
+  ratioDigits,
+  ratioMet,
+  roundsNote,
+  spreadNote,
+} from "./_report.js";
 
 test("spreadNote flags samples 1.5x or more apart, and only those", () => {
   assert.equal(spreadNote([4.7, 42, 11.7], "s"), "4.70–42.00 s: the median may not be typical");
@@ -55,4 +62,31 @@ test("ratioDigits: three decimals only where two would round a ratio onto the ot
   assert.equal(ratioDigits(0.7, { ratioMin: 0.8 }), 2);
   assert.equal(ratioDigits(0.795, {}), 2, "a context row");
   assert.equal(ratioDigits(null, { ratioMin: 0.8 }), 2);
+});
+
+test("roundsNote: the rounds' ratios when they tell another story than the medians", () => {
+  // 5b at 06:00 on 2026-12-01: the anchor slow in the first three rounds only.
+  const distributor = [2.52, 2.65, 2.68, 2.35, 2.08];
+  const sha256sum = [2.31, 2.0, 1.99, 1.31, 1.29];
+  assert.equal(
+    roundsNote(distributor, sha256sum, { ratioMax: 1.3 }),
+    "round by round 1.09–1.79×, median 1.35×: met on the medians only",
+  );
+  assert.equal(
+    roundsNote([1.2, 1.0, 1.1], [1.0, 1.0, 1.0], { ratioMax: 1.15 }),
+    null,
+    "medians and rounds agree: 1.10× both",
+  );
+  assert.equal(
+    roundsNote([1.0, 2.0, 2.0], [1.0, 1.0, 3.0], {}),
+    "round by round 0.67–2.00×, median 1.00×",
+    "a context row (no target): medians 2.00×, rounds 1.00×",
+  );
+  assert.match(
+    roundsNote([1.3, 1.0, 1.3], [1.2, 1.0, 0.9], { ratioMax: 1.2 }) ?? "",
+    /median 1\.08×: met round by round only$/,
+    "the medians' ratio is 1.30× (1.3 / 1.0); the rounds' 1.08×, 1.00×, 1.44×",
+  );
+  assert.equal(roundsNote([1], [1], { ratioMax: 1.2 }), null, "one round");
+  assert.equal(roundsNote([1, 2], [], { ratioMax: 1.2 }), null, "no anchor samples");
 });

@@ -1,4 +1,5 @@
 /** The benchmark's result rows and their Markdown table. */
+import { median } from "./_measure.js";
 
 export interface Row {
   case: string;
@@ -97,4 +98,38 @@ export function spreadNote(values: readonly number[], unit: string): string | nu
   const high = Math.max(...values);
   if (!(low > 0) || high / low < WIDE_SPREAD) return null;
   return `${low.toFixed(2)}–${high.toFixed(2)} ${unit}: the median may not be typical`;
+}
+
+/**
+ * Round by round, where that tells another story than the medians: each
+ * round samples every contender once, minutes apart, so the ratio of one
+ * round's two samples shares its minute, while the medians may come from
+ * different rounds. A slow minute for the anchor alone then moves the
+ * ratio of the medians, not the median of the rounds' ratios. Null when
+ * they agree (within 5 %, and on whether the target is met) or there are
+ * fewer than two rounds.
+ */
+export function roundsNote(
+  subject: readonly number[],
+  anchor: readonly number[],
+  bounds: { ratioMin?: number; ratioMax?: number },
+): string | null {
+  const rounds = Math.min(subject.length, anchor.length);
+  if (rounds < 2) return null;
+  const ratios: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const base = anchor[i] as number;
+    if (base > 0) ratios.push((subject[i] as number) / base);
+  }
+  if (ratios.length < 2) return null;
+  const ofMedians = median(subject) / median(anchor);
+  const ofRounds = median(ratios);
+  const metOnMedians = ratioMet(ofMedians, bounds);
+  const metByRounds = ratioMet(ofRounds, bounds);
+  const close = Math.abs(ofRounds / ofMedians - 1) <= 0.05;
+  if (close && metOnMedians === metByRounds) return null;
+  const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}×`;
+  const note = `round by round ${range}, median ${ofRounds.toFixed(2)}×`;
+  if (metOnMedians === metByRounds || metOnMedians === null || metByRounds === null) return note;
+  return `${note}: ${metOnMedians ? "met on the medians only" : "met round by round only"}`;
 }

@@ -20,7 +20,14 @@ import {
   warmFiles,
   warmPageCache,
 } from "./_measure.js";
-import { markdownTable, type Row, ratioDigits, ratioMet, spreadNote } from "./_report.js";
+import {
+  markdownTable,
+  type Row,
+  ratioDigits,
+  ratioMet,
+  roundsNote,
+  spreadNote,
+} from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
@@ -149,6 +156,8 @@ function rowOf(
     const spread = spreadNote(values, bench.unit);
     if (spread) notes.push(`spread: ${label} ${spread}`);
   }
+  const rounds = roundsNote(subject.values, anchor?.values ?? [], comparison);
+  if (rounds) notes.push(rounds);
   const server = serverCpuNote(subject.serverCpu, anchor?.serverCpu ?? []);
   if (server) notes.push(server);
   return {
