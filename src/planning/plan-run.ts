@@ -45,7 +45,9 @@ export { simulateApplied } from "./simulate.js";
  * state may hold: refusals are `fail_unmanaged` / `fail_conflict` plans whose
  * `error` carries the code (`unmanaged_path`, `unsafe_path`, `state_conflict`).
  * Reserved names (any segment starting with `.distributor.`) in the listing are
- * ignored everywhere.
+ * ignored everywhere. An aligned unchanged catalog takes a shortcut
+ * (planAligned) to the same plan; `shortcuts: false` plans every input in
+ * full, for the test that compares the two.
  */
 export function planRun(input: RunPlanInput, options: { shortcuts?: boolean } = {}): RunPlan {
   if (options.shortcuts !== false) {
