@@ -7,7 +7,7 @@ import { availableParallelism } from "node:os";
  * keep a disk or a connection pool busy, few enough that thousands of files never
  * hold thousands of handles.
  */
-export const FILE_CONCURRENCY = Math.min(8, Math.max(4, availableParallelism()));
+const FILE_CONCURRENCY = Math.min(8, Math.max(4, availableParallelism()));
 
 /**
  * Map `items` through `fn` with at most `limit` calls in flight. Results keep the

@@ -93,11 +93,6 @@ export function exitCodeFor(code: ErrorCode): 1 | 2 {
   return code === "usage" || code === "config_invalid" ? 2 : 1;
 }
 
-/** True for a DistributorError (also across module copies, by shape). */
-export function isDistributorError(value: unknown): value is DistributorError {
-  return value instanceof DistributorError;
-}
-
 /** The errno code of a Node.js error (`ENOENT`, ...), if any. */
 export function errnoCode(error: unknown): string | undefined {
   const code = (error as NodeJS.ErrnoException | null)?.code;

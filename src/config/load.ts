@@ -16,8 +16,8 @@ import type { Config } from "./types.js";
 export { selectPairs } from "./select.js";
 
 /** The file looked for when neither `file` nor DISTRIBUTOR_CONFIG names one. */
-export const DEFAULT_CONFIG_FILE = "distributor.yaml";
-export const CONFIG_ENV_VAR = "DISTRIBUTOR_CONFIG";
+const DEFAULT_CONFIG_FILE = "distributor.yaml";
+const CONFIG_ENV_VAR = "DISTRIBUTOR_CONFIG";
 
 export interface LoadConfigOptions {
   /** Config file (the CLI's `--config`); relative to `cwd`. Wins over DISTRIBUTOR_CONFIG. */

@@ -23,7 +23,7 @@ import type {
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 
 /** Seconds in a schema-valid duration like "30d". */
-export function durationSeconds(duration: string): number {
+function durationSeconds(duration: string): number {
   const match = DURATION_PATTERN.exec(duration);
   const unit = match?.[2];
   if (match === null || unit === undefined) throw new Error(`not a duration: ${duration}`);

@@ -8,12 +8,12 @@ import * as z from "zod";
 import { cleanPathProblem } from "../paths.js";
 
 /** Pipeline and destination ids: slug-like, 1–64 characters. */
-export const ID_PATTERN = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
+const ID_PATTERN = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
 /** `max_age` values: a whole number and one unit (s, m, h, d, w). */
 export const DURATION_PATTERN = /^([0-9]+)([smhdw])$/;
-export const DEFAULT_INCLUDE = ["**"];
-export const DEFAULT_TRANSFORM_INCLUDE = ["**/*.md", "**/*.markdown"];
-export const DEFAULT_MAX_CONCURRENCY = 16;
+const DEFAULT_INCLUDE = ["**"];
+const DEFAULT_TRANSFORM_INCLUDE = ["**/*.md", "**/*.markdown"];
+const DEFAULT_MAX_CONCURRENCY = 16;
 
 function _idSchema(what: string) {
   return z.string().regex(ID_PATTERN, {

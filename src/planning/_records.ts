@@ -84,7 +84,7 @@ export function outputDifferences(
   return differs;
 }
 
-export function ownerLabel(record: OutputRecord): string {
+function ownerLabel(record: OutputRecord): string {
   return `${record.pipeline_id}/${record.destination_id}`;
 }
 

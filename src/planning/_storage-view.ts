@@ -84,7 +84,7 @@ export function storageView(listing: readonly StorageEntry[]): StorageView {
 }
 
 /** The folder of a root nested in this one that holds `path`, shallowest first; or null. */
-export function nestedRootAround(view: StorageView, path: string): string | null {
+function nestedRootAround(view: StorageView, path: string): string | null {
   if (view.nestedRoots.size === 0) return null;
   for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
     const ancestor = path.slice(0, i);

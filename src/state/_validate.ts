@@ -9,7 +9,7 @@ import { TRANSFORM_IDS } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
 import { isRfc3339 } from "../timestamps.js";
 
-export const SLUG = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
+const SLUG = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
 /** SPEC §2: a manifest id is 1–200 characters of [A-Za-z0-9._-]. */
 const SOURCE_ID = /^[A-Za-z0-9._-]{1,200}$/;
 

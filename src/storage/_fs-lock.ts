@@ -28,7 +28,7 @@ import {
 } from "./_lock-file.js";
 import type { LockHandle } from "./driver.js";
 
-export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`;
+const TAKEOVER_FILE = `${LOCK_FILE}.takeover`;
 /** How long a takeover file that names no taker we can judge keeps others out. */
 const TAKEOVER_EXPIRY_MS = 10_000;
 /**
@@ -88,7 +88,7 @@ async function retryOnce(
 }
 
 /** The current holder, or `null` when there is no lock or it cannot be read. */
-export async function readFsLock(root: string): Promise<LockHolder | null> {
+async function readFsLock(root: string): Promise<LockHolder | null> {
   const text = await readText(root, LOCK_FILE);
   return text === null ? null : parseLockHolder(text);
 }

@@ -85,7 +85,7 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
  * search: that write goes the usual way, which refuses it (unsafe_path).
  * One lstat per folder: the answers are kept.
  */
-export function newFolders(root: string, paths: readonly string[]): string[] {
+function newFolders(root: string, paths: readonly string[]): string[] {
   const known = new Map<string, "folder" | "missing" | "other">();
   const found = new Set<string>();
   const seenDirs = new Set<string>();

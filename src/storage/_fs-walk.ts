@@ -252,7 +252,7 @@ export interface PackedEntries {
 
 const ENTRY_TYPES: readonly StorageEntry["type"][] = ["file", "symlink", "other", "directory"];
 
-export function packEntries(entries: readonly StorageEntry[]): PackedEntries {
+function packEntries(entries: readonly StorageEntry[]): PackedEntries {
   const sizes = new Float64Array(entries.length);
   const types = new Uint8Array(entries.length);
   entries.forEach((entry, index) => {

@@ -7,7 +7,7 @@ import { S3Client } from "@aws-sdk/client-s3";
 import { isRetryable } from "./_s3-errors.js";
 
 /** Attempts per request (the SDK's standard retry mode: backoff with jitter on throttling and 5xx). */
-export const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 5;
 
 export interface S3ClientSettings {
   region?: string;

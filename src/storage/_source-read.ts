@@ -44,7 +44,7 @@ export function changedSource(source: VerifiedSource, problem: string): Distribu
 }
 
 /** Raise `source_invalid` unless `size` bytes hashed by `hash` are the verified ones. */
-export function assertVerified(source: VerifiedSource, size: number, hash: Hash | null): void {
+function assertVerified(source: VerifiedSource, size: number, hash: Hash | null): void {
   if (source.size !== undefined && size !== source.size) {
     throw changedSource(source, `${size} bytes where ${source.size} were verified`);
   }

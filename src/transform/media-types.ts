@@ -6,7 +6,7 @@
 
 /** Media type of generated HTML documents. */
 export const HTML_MEDIA_TYPE = "text/html; charset=utf-8";
-export const FALLBACK_MEDIA_TYPE = "application/octet-stream";
+const FALLBACK_MEDIA_TYPE = "application/octet-stream";
 
 const BY_EXTENSION: Readonly<Record<string, string>> = {
   html: HTML_MEDIA_TYPE,
