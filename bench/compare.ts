@@ -129,4 +129,10 @@ async function main(): Promise<void> {
   console.log(summaryLine(pairedSummary(results)));
 }
 
-await main();
+try {
+  await main();
+} catch (error) {
+  // A side that fails (a broken build, a config the rerun rejects) ends the comparison.
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+}
