@@ -11,13 +11,13 @@
  * and 5b: `rerun.yaml` and the case's render cache), so run the benchmark
  * once first. Each side is this checkout, run by the Node.js running this
  * script, unless `--a-build` / `--b-build` (a checkout with `npm run build`
- * done), `--a-node` / `--b-node` or `--a-flags` / `--b-flags` (Node.js
+ * done), `--a-node` / `--b-node` or `--a-flags=` / `--b-flags=` (Node.js
  * options, space-separated) say otherwise.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { REPO_ROOT, renderCacheDir } from "./_kit.js";
+import { distributorRun, REPO_ROOT, renderCacheDir } from "./_kit.js";
 import { type Command, measure } from "./_measure.js";
 import { type Pair, pairedSummary, summaryLine } from "./_paired.js";
 import { benchDir } from "./workload.js";
@@ -41,18 +41,14 @@ export function sideOf(values: Record<string, string | undefined>, name: "a" | "
   };
 }
 
+/** The benchmark's own rerun command (distributorRun), run by this side's build, Node.js and flags. */
 function rerunCommand(side: Side, work: string): Command {
+  const ours = distributorRun(path.join(work, "rerun.yaml"), renderCacheDir(work));
+  const [, ...runArgs] = ours.args;
   return {
+    ...ours,
     cmd: side.node,
-    args: [
-      ...side.flags,
-      path.join(side.build, "bin/distributor.js"),
-      "run",
-      "--config",
-      path.join(work, "rerun.yaml"),
-      "--quiet",
-    ],
-    env: { ...process.env, DISTRIBUTOR_CACHE: "on", DISTRIBUTOR_CACHE_DIR: renderCacheDir(work) },
+    args: [...side.flags, path.join(side.build, "bin/distributor.js"), ...runArgs],
   };
 }
 
@@ -64,8 +60,8 @@ function describe(side: Side): string {
 function usage(message: string): never {
   console.error(`${message}
 usage: node dist/bench/compare.js --case 2|5b [--pairs N]
-         [--a-build DIR] [--a-node PATH] [--a-flags "..."]
-         [--b-build DIR] [--b-node PATH] [--b-flags "..."]`);
+         [--a-build DIR] [--a-node PATH] [--a-flags="..."]
+         [--b-build DIR] [--b-node PATH] [--b-flags="..."]`);
   process.exit(2);
 }
 
