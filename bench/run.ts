@@ -245,7 +245,10 @@ async function main(): Promise<void> {
     }
   }
   const table = markdownTable(rows);
-  const machine = `${os.availableParallelism()} CPUs, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
+  // The CPU's model too: the same VM size has come as Intel and AMD hosts here,
+  // and the rows read differently on each (docs/performance.md, "Machine").
+  const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
+  const machine = `${os.availableParallelism()} CPUs (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
   const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
   const out = path.join(benchDir(), "results");
   mkdirSync(out, { recursive: true });
