@@ -29,7 +29,52 @@ describe("probeConditionalWrites", () => {
     const { store, objects, calls } = fakeStore({ ifNoneMatch: true, ifMatch: true });
     assert.equal(await probeConditionalWrites(store), true);
     assert.equal(objects.size, 0);
-    assert.deepEqual(calls, ["put if-none-match", "put if-none-match", "put if-match", "remove"]);
+    assert.deepEqual(calls, [
+      "put if-none-match",
+      "put if-none-match",
+      "put if-none-match",
+      "put if-match",
+      "remove",
+      "remove",
+    ]);
+  });
+
+  it("sends the two keys' requests side by side, never two at once to one key", async () => {
+    const inFlight = new Map<string, number>();
+    let most = 0;
+    const stages: string[][] = [];
+    const track = async (path: string, what: string) => {
+      const here = (inFlight.get(path) ?? 0) + 1;
+      assert.equal(here, 1, `two requests at once to ${path}`);
+      inFlight.set(path, here);
+      const total = [...inFlight.values()].reduce((a, b) => a + b, 0);
+      most = Math.max(most, total);
+      if (total === 1) stages.push([]);
+      stages.at(-1)?.push(what);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      inFlight.set(path, 0);
+    };
+    const objects = new Set<string>();
+    const store: ProbeStore = {
+      async put(path, ifMatch) {
+        await track(path, ifMatch === null ? "create" : "swap");
+        if (ifMatch !== null || objects.has(path)) return "refused";
+        objects.add(path);
+        return "written";
+      },
+      async remove(path) {
+        await track(path, "remove");
+        objects.delete(path);
+      },
+    };
+    assert.equal(await probeConditionalWrites(store), true);
+    assert.equal(most, 2);
+    assert.deepEqual(stages, [
+      ["create", "create"],
+      ["create", "swap"],
+      ["remove", "remove"],
+    ]);
+    assert.equal(objects.size, 0);
   });
 
   it("is false when If-None-Match is ignored", async () => {
@@ -54,11 +99,34 @@ describe("probeConditionalWrites", () => {
     };
     await probeConditionalWrites(store);
     await probeConditionalWrites(store);
-    assert.equal(new Set(keys).size, 2);
+    assert.equal(keys.length, 4);
+    assert.equal(new Set(keys).size, 4);
     for (const key of keys) {
       assert.ok(key.startsWith(PROBE_PREFIX), key);
       assert.ok(isReservedName(key), `${key} is a reserved name: never an output or unmanaged`);
     }
+  });
+
+  it("waits for the other key's request before deleting, when one fails", async () => {
+    const inFlight = new Set<string>();
+    const events: string[] = [];
+    let puts = 0;
+    const store: ProbeStore = {
+      async put(path) {
+        puts += 1;
+        if (puts === 2) throw new Error("503 SlowDown");
+        inFlight.add(path);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        inFlight.delete(path);
+        events.push("put done");
+        return "written";
+      },
+      async remove(path) {
+        events.push(inFlight.has(path) ? "remove while its put is in flight" : "remove");
+      },
+    };
+    await assert.rejects(probeConditionalWrites(store), /SlowDown/);
+    assert.deepEqual(events, ["put done", "remove", "remove"]);
   });
 
   it("still removes the probe object when a request fails, and passes the failure on", async () => {
@@ -75,6 +143,7 @@ describe("probeConditionalWrites", () => {
       },
     };
     await assert.rejects(probeConditionalWrites(store), /SlowDown/);
-    assert.equal(removed.length, 1);
+    assert.equal(removed.length, 2);
+    assert.equal(new Set(removed).size, 2);
   });
 });

@@ -24,27 +24,48 @@ export interface ProbeStore {
 const IMPOSSIBLE_ETAG = "distributor-probe-never-matches";
 
 /**
- * True when the server refuses both a second `If-None-Match: *` create of the
- * same key and an `If-Match` with an ETag the object does not have. Uses a
- * fresh random key (`.distributor.probe-<hex>`) so concurrent probes and runs
- * never meet, and deletes it afterwards; a probe killed midway leaves a
- * zero-byte reserved object that is ignored and goes with `force_replace`.
+ * True when the server refuses both a second `If-None-Match: *` create of a
+ * key and an `If-Match` with an ETag the object does not have. Uses two fresh
+ * random keys (`.distributor.probe-<hex>`), one per condition, so concurrent
+ * probes and runs never meet, and deletes them afterwards; a probe killed
+ * midway leaves zero-byte reserved objects that are ignored and go with
+ * `force_replace`.
+ *
+ * The two keys are probed side by side: three round trips instead of four,
+ * and the two refusals are awaited together. Some servers (Ceph RGW) send a
+ * 412's body a delayed ACK after its headers, about 40 ms on loopback, which
+ * the SDK waits for; every run that writes to S3 pays the probe first.
  */
 export async function probeConditionalWrites(store: ProbeStore): Promise<boolean> {
-  const path = `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
+  const recreated = `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
+  const swapped = `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
   try {
     // A refused first create of a random key cannot be a lost race: the server
     // checks conditions, which is all this asks.
-    if ((await store.put(path, null)) === "refused") return true;
-    // One after the other, although sending them together saves a round
-    // trip: AWS may answer concurrent conditional writes to one key with 409
-    // ConditionalRequestConflict, which would fail the probe for nothing.
-    const recreate = await store.put(path, null);
-    const staleSwap = await store.put(path, IMPOSSIBLE_ETAG);
+    const created = await settledBoth(store.put(recreated, null), store.put(swapped, null));
+    if (created.includes("refused")) return true;
+    // Never two requests to one key at once: AWS may answer concurrent
+    // conditional writes to one key with 409 ConditionalRequestConflict,
+    // which would fail the probe for nothing.
+    const [recreate, staleSwap] = await settledBoth(
+      store.put(recreated, null),
+      store.put(swapped, IMPOSSIBLE_ETAG),
+    );
     return recreate === "refused" && staleSwap === "refused";
   } finally {
-    await store.remove(path);
+    await settledBoth(store.remove(recreated), store.remove(swapped));
   }
+}
+
+/**
+ * Both results once both have settled, or the first failure then: a request
+ * still in flight when the probe moves on could land after its delete.
+ */
+async function settledBoth<T>(a: Promise<T>, b: Promise<T>): Promise<[T, T]> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  if (first.status === "rejected") throw first.reason;
+  if (second.status === "rejected") throw second.reason;
+  return [first.value, second.value];
 }
 
 /**
