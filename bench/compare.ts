@@ -1,65 +1,50 @@
 /**
  * `node dist/bench/compare.js --case 5b --b-build <checkout> [--pairs 16]`:
  * alternating pairs of two builds (or two Node.js binaries, or two sets of
- * Node.js flags) on an unchanged rerun, the way the A/B figures of
+ * Node.js flags) on one benchmark case, the way the A/B figures of
  * docs/performance.md were taken ("Comparing two builds"). Each pair runs
  * both sides back to back, the first side switching every pair, so that the
  * machine's speed changes hit both alike; the verdict is the median of the
  * per-pair differences and how many pairs each side won.
  *
- * It reruns what `npm run bench` left in `$BENCH_DIR/work-<case>` (cases 2
- * and 5b: `rerun.yaml` and the case's render cache), so run the benchmark
- * once first. Each side is this checkout, run by the Node.js running this
- * script, unless `--a-build` / `--b-build` (a checkout with `npm run build`
- * done), `--a-node` / `--b-node` or `--a-flags=` / `--b-flags=` (Node.js
- * options, space-separated) say otherwise.
+ * The case is the benchmark's own (bench/_cases.ts): its setup runs once (the
+ * workload is generated if missing, a rerun's root published), and before
+ * each sample its subject's preparation (a fresh root or S3 prefix, an
+ * emptied render cache) and the benchmark's page-cache warming and `sync`.
+ * Only distributor runs: every case but 7, whose subject is not the CLI.
+ * Each side is this checkout, run by the Node.js running this script, unless
+ * `--a-build` / `--b-build` (a checkout with `npm run build` done),
+ * `--a-node` / `--b-node` or `--a-flags=` / `--b-flags=` (Node.js options,
+ * space-separated) say otherwise.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { distributorRun, REPO_ROOT, renderCacheDir } from "./_kit.js";
-import { type Command, measure } from "./_measure.js";
+import { allCases } from "./_cases.js";
+import type { BenchCase } from "./_kit.js";
+import { flushDisks, measure, warmPageCache } from "./_measure.js";
 import { type Pair, pairedSummary, summaryLine } from "./_paired.js";
-import { benchDir } from "./workload.js";
+import { describeSide, type Side, sideCommand, sideOf } from "./_sides.js";
+import { emptyTrash } from "./_trash.js";
+import { DEFAULT_SEED } from "./workload.js";
 
-/** The unchanged reruns the benchmark leaves a published root and a config for. */
-const RERUN_CASES = ["2", "5b"];
+/** The cases whose subject is distributor's command line (case 7 times a library loop). */
+const CLI_CASES = ["1", "2", "3", "4", "5a", "5b", "6"];
 
-export interface Side {
-  build: string;
-  node: string;
-  flags: string[];
-}
-
-/** The command line of one side: `--x-build`, `--x-node` and `--x-flags` over this checkout's defaults. */
-export function sideOf(values: Record<string, string | undefined>, name: "a" | "b"): Side {
-  const flags = values[`${name}-flags`]?.trim();
-  return {
-    build: path.resolve(values[`${name}-build`] ?? REPO_ROOT),
-    node: values[`${name}-node`] ?? process.execPath,
-    flags: flags ? flags.split(/\s+/) : [],
-  };
-}
-
-/** The benchmark's own rerun command (distributorRun), run by this side's build, Node.js and flags. */
-function rerunCommand(side: Side, work: string): Command {
-  const ours = distributorRun(path.join(work, "rerun.yaml"), renderCacheDir(work));
-  const [, ...runArgs] = ours.args;
-  return {
-    ...ours,
-    cmd: side.node,
-    args: [...side.flags, path.join(side.build, "bin/distributor.js"), ...runArgs],
-  };
-}
-
-function describe(side: Side): string {
-  const flags = side.flags.length > 0 ? ` ${side.flags.join(" ")}` : "";
-  return `${side.node}${flags} ${path.join(side.build, "bin/distributor.js")}`;
+/** One timed run of a side, prepared as the benchmark prepares its subject. */
+async function sample(bench: BenchCase, side: Side, notes: Set<string>) {
+  await bench.subject.before?.();
+  for (const input of bench.inputs?.() ?? []) warmPageCache(input);
+  flushDisks();
+  const result = await measure(sideCommand(side, bench.subject.command()));
+  const note = bench.subject.check?.(result);
+  if (note) notes.add(`${describeSide(side)}: ${note}`);
+  return { seconds: result.seconds, cpuSeconds: result.cpuSeconds };
 }
 
 function usage(message: string): never {
   console.error(`${message}
-usage: node dist/bench/compare.js --case 2|5b [--pairs N]
+usage: node dist/bench/compare.js --case 1|2|3|4|5a|5b|6 [--pairs N]
          [--a-build DIR] [--a-node PATH] [--a-flags="..."]
          [--b-build DIR] [--b-node PATH] [--b-flags="..."]`);
   process.exit(2);
@@ -89,14 +74,10 @@ async function main(): Promise<void> {
   }
   const { values } = parsed;
   const id = values.case;
-  if (id === undefined || !RERUN_CASES.includes(id))
-    usage(`--case must be one of ${RERUN_CASES.join(", ")}`);
+  if (id === undefined || !CLI_CASES.includes(id))
+    usage(`--case must be one of ${CLI_CASES.join(", ")}`);
   const pairs = Number(values.pairs);
   if (!Number.isSafeInteger(pairs) || pairs < 1) usage("--pairs must be a whole number above 0");
-  const work = path.join(benchDir(), `work-${id}`);
-  if (!existsSync(path.join(work, "rerun.yaml"))) {
-    usage(`${work}/rerun.yaml is missing: run \`npm run bench -- --cases ${id}\` first`);
-  }
   const a = sideOf(values, "a");
   const b = sideOf(values, "b");
   for (const side of [a, b]) {
@@ -104,25 +85,35 @@ async function main(): Promise<void> {
       usage(`${side.build} has no build: run \`npm run build\` there`);
     }
   }
-  console.log(`case ${id}, ${pairs} alternating pairs\n  A: ${describe(a)}\n  B: ${describe(b)}`);
-  // A warm-up each: the first run after a build pays for cold caches.
-  await measure(rerunCommand(a, work));
-  await measure(rerunCommand(b, work));
-  const results: Pair[] = [];
-  for (let index = 0; index < pairs; index++) {
-    const order: ("a" | "b")[] = index % 2 === 0 ? ["a", "b"] : ["b", "a"];
-    const pair: Partial<Pair> = {};
-    for (const name of order) {
-      const sample = await measure(rerunCommand(name === "a" ? a : b, work));
-      pair[name] = { seconds: sample.seconds, cpuSeconds: sample.cpuSeconds };
+  const bench = allCases({ seed: DEFAULT_SEED }).find((candidate) => candidate.id === id);
+  if (bench === undefined) usage(`no case ${id}`);
+  console.log(
+    `case ${id} (${bench.title}), ${pairs} alternating pairs\n  A: ${describeSide(a)}\n  B: ${describeSide(b)}`,
+  );
+  const notes = new Set<string>();
+  try {
+    await bench.setup();
+    // A warm-up each: the first run after a build pays for cold caches.
+    await sample(bench, a, notes);
+    await sample(bench, b, notes);
+    const results: Pair[] = [];
+    for (let index = 0; index < pairs; index++) {
+      const order: ("a" | "b")[] = index % 2 === 0 ? ["a", "b"] : ["b", "a"];
+      const pair: Partial<Pair> = {};
+      for (const name of order) pair[name] = await sample(bench, name === "a" ? a : b, notes);
+      const done = pair as Pair;
+      results.push(done);
+      console.log(
+        `pair ${index + 1} (${order.map((name) => name.toUpperCase()).join(" then ")}): A ${done.a.seconds.toFixed(3)} s, B ${done.b.seconds.toFixed(3)} s`,
+      );
     }
-    const done = pair as Pair;
-    results.push(done);
-    console.log(
-      `pair ${index + 1} (${order.map((name) => name.toUpperCase()).join(" then ")}): A ${done.a.seconds.toFixed(3)} s, B ${done.b.seconds.toFixed(3)} s`,
-    );
+    console.log(summaryLine(pairedSummary(results)));
+    for (const note of notes) console.log(`note: ${note}`);
+  } finally {
+    await bench.teardown?.();
+    // What the samples set aside (fresh publishes' outputs) goes now, as after `npm run bench`.
+    emptyTrash();
   }
-  console.log(summaryLine(pairedSummary(results)));
 }
 
 try {
