@@ -168,7 +168,7 @@ function floorReport<T>(sample: Sample, judge: (report: T) => string | null): st
 
 /**
  * The least work a fresh publish of `source` into an emptied `target` can do
- * on Node.js (bench/publish-floor.ts): context for case 1, not a target.
+ * on Node.js (bench/publish-floor.ts): context for cases 1 and 5a, not a target.
  * It renders bare documents and writes no temporary file per output, so it
  * says how far distributor is from the runtime's floor, and whether that
  * floor itself beats rclone, in the same minutes.

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
-import { measure, parseGnuTime, parseProcStat, processCpuSeconds } from "./_measure.js";
+import {
+  measure,
+  parseGnuTime,
+  parseProcStat,
+  parseStealTicks,
+  processCpuSeconds,
+  stolenSeconds,
+} from "./_measure.js";
 
 test("GNU time's line gives peak RSS and user plus system CPU; anything else gives nulls", () => {
   assert.deepEqual(parseGnuTime("81920 1.52 0.40\n"), { peakRssMb: 80, cpuSeconds: 1.92 });
@@ -44,4 +51,23 @@ test("processCpuSeconds reads this process's own CPU from /proc, and null for no
   const used = process.cpuUsage();
   assert.ok(seconds !== null && seconds >= (used.user + used.system) / 1e6 - 0.05, `${seconds} s`);
   assert.equal(processCpuSeconds(/^no-such-process-name$/), null);
+});
+
+test("steal is the eighth value of /proc/stat's all-CPU line; anything else gives null", () => {
+  const stat = [
+    "cpu  99794 0 41385 94386 8485 0 1518 284 0 0",
+    "cpu0 49000 0 20000 47000 4000 0 700 150 0 0",
+    "intr 1 2 3",
+  ].join("\n");
+  assert.equal(parseStealTicks(stat), 284);
+  assert.equal(parseStealTicks(stat.split("\n").slice(1).join("\n")), null, "no all-CPU line");
+  assert.equal(parseStealTicks("cpu  1 2 3 4 5 6 7\n"), null, "a kernel without steal");
+  assert.equal(parseStealTicks(""), null);
+});
+
+test("stolenSeconds reads a count that never goes down on this machine", () => {
+  const first = stolenSeconds();
+  const second = stolenSeconds();
+  assert.ok(first !== null && second !== null, "Linux has /proc/stat");
+  assert.ok(first >= 0 && second >= first, `${first} then ${second}`);
 });

@@ -92,6 +92,12 @@ export function parseGnuTime(line: string): {
 
 let clockTicks: number | undefined;
 
+/** The kernel's clock ticks per second, the unit of /proc's CPU times. */
+function ticksPerSecond(): number {
+  clockTicks ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+  return clockTicks;
+}
+
 /**
  * CPU seconds (user + system) used so far by the running processes whose name
  * matches `name` (Linux /proc), or null when there are none or no /proc: for a
@@ -105,7 +111,6 @@ export function processCpuSeconds(name: RegExp): number | null {
   } catch {
     return null;
   }
-  clockTicks ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
   let ticks = 0;
   let found = false;
   for (const pid of pids) {
@@ -120,7 +125,32 @@ export function processCpuSeconds(name: RegExp): number | null {
     ticks += parsed.cpuTicks;
     found = true;
   }
-  return found ? ticks / clockTicks : null;
+  return found ? ticks / ticksPerSecond() : null;
+}
+
+/**
+ * CPU seconds the hypervisor has so far given to others while this VM wanted
+ * to run ("steal", summed over every CPU), or null without /proc. The
+ * benchmark VM's host is shared: a sample that lost CPU this way was slowed by
+ * its neighbours, not by its own work, and its ratio says less.
+ */
+export function stolenSeconds(): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync("/proc/stat", "utf8");
+  } catch {
+    return null;
+  }
+  const ticks = parseStealTicks(stat);
+  return ticks === null ? null : ticks / ticksPerSecond();
+}
+
+/** The steal ticks of `/proc/stat`'s first line, all CPUs together (proc(5)), or null. */
+export function parseStealTicks(procStat: string): number | null {
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+  const fields = /^cpu +(.*)$/m.exec(procStat)?.[1]?.split(/ +/);
+  const steal = Number(fields?.[7]);
+  return Number.isInteger(steal) ? steal : null;
 }
 
 /** The name and user + system clock ticks of one `/proc/<pid>/stat` line (proc(5)). */

@@ -7,6 +7,7 @@ import {
   ratioMet,
   roundsNote,
   spreadNote,
+  stealNote,
 } from "./_report.js";
 
 test("spreadNote flags samples 1.5x or more apart, and only those", () => {
@@ -89,4 +90,19 @@ test("roundsNote: the rounds' ratios when they tell another story than the media
   );
   assert.equal(roundsNote([1], [1], { ratioMax: 1.2 }), null, "one round");
   assert.equal(roundsNote([1, 2], [], { ratioMax: 1.2 }), null, "no anchor samples");
+});
+
+test("stealNote: a note when either side lost 3 % of its median wall time or more to the host", () => {
+  const calm = { seconds: [2, 2, 2], steal: [0, 0.02, 0.01] };
+  assert.equal(stealNote(calm, calm), null, "0.5 % is not worth a note");
+  const hit = { seconds: [4, 4, 4], steal: [0.1, 0.13, 0.3] };
+  const note = "steal 0.13 s / 0.01 s a sample: the host ran other guests on these cores";
+  assert.equal(stealNote(hit, calm), note, "3.25 % of 4 s on the subject's side");
+  assert.equal(
+    stealNote(calm, hit),
+    "steal 0.01 s / 0.13 s a sample: the host ran other guests on these cores",
+    "the anchor's side counts too",
+  );
+  assert.equal(stealNote({ seconds: [4], steal: [0.11] }, calm), null, "2.75 % is under the line");
+  assert.equal(stealNote({ seconds: [2], steal: [] }, hit), null, "unknown on one side");
 });

@@ -26,6 +26,9 @@ export interface Row {
     /** CPU seconds of a local server during each sample (case 6), when measured. */
     distributorServerCpu: number[];
     anchorServerCpu: number[];
+    /** CPU seconds the host took from this VM during each sample (steal), when /proc tells. */
+    distributorSteal?: number[];
+    anchorSteal?: number[];
   };
   notes: string[];
 }
@@ -132,4 +135,32 @@ export function roundsNote(
   const note = `round by round ${range}, median ${ofRounds.toFixed(2)}×`;
   if (metOnMedians === metByRounds || metOnMedians === null || metByRounds === null) return note;
   return `${note}: ${metOnMedians ? "met on the medians only" : "met round by round only"}`;
+}
+
+/** Each sample's wall seconds and the CPU seconds the host took meanwhile. */
+export interface StealSamples {
+  seconds: readonly number[];
+  steal: readonly number[];
+}
+
+/**
+ * Steal at or above this share of a side's median wall time gets a note: on
+ * two cores the host can take up to twice the wall time, so 3 % is 1.5 % of
+ * the machine, about what separates a met row from a missed one.
+ */
+const STEAL_SHARE = 0.03;
+
+/**
+ * "steal 0.31 s / 0.02 s a sample": what the host gave other guests while
+ * each side wanted to run (medians), when either side lost a noticeable
+ * share. Such a row was slowed by the machine's neighbours, not by its own
+ * work, and for the side that lost more. Null otherwise or when unknown.
+ */
+export function stealNote(subject: StealSamples, anchor: StealSamples): string | null {
+  if ([subject, anchor].some((side) => side.steal.length === 0 || side.seconds.length === 0)) {
+    return null;
+  }
+  const share = (side: StealSamples) => median(side.steal) / median(side.seconds);
+  if (Math.max(share(subject), share(anchor)) < STEAL_SHARE) return null;
+  return `steal ${median(subject.steal).toFixed(2)} s / ${median(anchor.steal).toFixed(2)} s a sample: the host ran other guests on these cores`;
 }

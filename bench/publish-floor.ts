@@ -1,6 +1,6 @@
 /**
  * The least work a fresh publish of a bundle with Markdown can do on Node.js:
- * a reference for case 1, not a second implementation, and less than the
+ * a reference for cases 1 and 5a, not a second implementation, and less than the
  * contract asks. In the order SPEC §2 and §6 set, each part the cheapest way
  * found:
  *

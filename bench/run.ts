@@ -16,6 +16,7 @@ import {
   measure,
   median,
   programFiles,
+  stolenSeconds,
   toolAvailable,
   warmFiles,
   warmPageCache,
@@ -27,6 +28,7 @@ import {
   ratioMet,
   roundsNote,
   spreadNote,
+  stealNote,
 } from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
@@ -65,11 +67,23 @@ interface Samples {
   cpu: number[];
   /** CPU seconds a local server spent during each sample (BenchCase.serverCpuSeconds). */
   serverCpu: number[];
+  /** Wall seconds of each sample (`values` holds MB/s for case 7). */
+  seconds: number[];
+  /** CPU seconds the host took from this VM during each sample (stolenSeconds). */
+  steal: number[];
   notes: Set<string>;
 }
 
 function emptySamples(): Samples {
-  return { values: [], rss: [], cpu: [], serverCpu: [], notes: new Set<string>() };
+  return {
+    values: [],
+    rss: [],
+    cpu: [],
+    serverCpu: [],
+    seconds: [],
+    steal: [],
+    notes: new Set<string>(),
+  };
 }
 
 /**
@@ -89,8 +103,12 @@ async function sample(
   warmFiles(PROGRAM_FILES);
   flushDisks();
   const serverBefore = bench.serverCpuSeconds?.() ?? null;
+  const stealBefore = stolenSeconds();
   const result = await measure(contender.command());
+  const stealAfter = stolenSeconds();
   const serverAfter = bench.serverCpuSeconds?.() ?? null;
+  into.seconds.push(result.seconds);
+  if (stealBefore !== null && stealAfter !== null) into.steal.push(stealAfter - stealBefore);
   into.values.push(contender.value ? contender.value(result) : result.seconds);
   if (result.peakRssMb !== null) into.rss.push(result.peakRssMb);
   if (result.cpuSeconds !== null) into.cpu.push(result.cpuSeconds);
@@ -160,6 +178,8 @@ function rowOf(
   if (rounds) notes.push(rounds);
   const server = serverCpuNote(subject.serverCpu, anchor?.serverCpu ?? []);
   if (server) notes.push(server);
+  const steal = stealNote(subject, anchor ?? emptySamples());
+  if (steal) notes.push(steal);
   return {
     case: `${bench.id}. ${bench.title}`,
     anchor: comparison.anchor.label,
@@ -182,6 +202,8 @@ function rowOf(
       anchorCpu: anchor?.cpu ?? [],
       distributorServerCpu: subject.serverCpu,
       anchorServerCpu: anchor?.serverCpu ?? [],
+      distributorSteal: subject.steal,
+      anchorSteal: anchor?.steal ?? [],
     },
     notes,
   };
@@ -232,6 +254,7 @@ async function main(): Promise<void> {
       "deleted the outputs an interrupted benchmark set aside: creating files is slow for minutes after a mass delete (see bench/_trash.ts), so the first file-creating rows may read high\n",
     );
   }
+  const stealAtStart = stolenSeconds();
   const rows: Row[] = [];
   for (const bench of cases) {
     process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
@@ -249,15 +272,26 @@ async function main(): Promise<void> {
   // and the rows read differently on each (docs/performance.md, "Machine").
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
   const machine = `${os.availableParallelism()} CPUs (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
+  const stealAtEnd = stolenSeconds();
+  const stealSeconds =
+    stealAtStart !== null && stealAtEnd !== null ? stealAtEnd - stealAtStart : null;
+  // How much the machine's neighbours took over the whole run: the first
+  // thing to look at when a run reads differently from the one before it.
+  const steal =
+    stealSeconds === null
+      ? "steal: unknown (no /proc/stat)"
+      : `steal: the host took ${stealSeconds.toFixed(1)} s of CPU from this VM during the run`;
   const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
   const out = path.join(benchDir(), "results");
   mkdirSync(out, { recursive: true });
-  writeFileSync(path.join(out, `bench-${stamp}.md`), `${machine}\n\n${table}\n`);
+  writeFileSync(path.join(out, `bench-${stamp}.md`), `${machine}\n\n${table}\n\n${steal}\n`);
   writeFileSync(
     path.join(out, `bench-${stamp}.json`),
-    `${JSON.stringify({ machine, seed: options.seed, rows }, null, 2)}\n`,
+    `${JSON.stringify({ machine, seed: options.seed, stealSeconds, rows }, null, 2)}\n`,
   );
-  console.log(`${machine}\n\n${table}\n\nwritten to ${path.join(out, `bench-${stamp}.{md,json}`)}`);
+  console.log(
+    `${machine}\n\n${table}\n\n${steal}\n\nwritten to ${path.join(out, `bench-${stamp}.{md,json}`)}`,
+  );
   // After the results are safe: a failure here costs disk space, not a run.
   process.stderr.write("deleting the samples' outputs\n");
   try {
