@@ -7,7 +7,7 @@ import {
   parseProcStat,
   parseStealTicks,
   processCpuSeconds,
-  stolenSeconds,
+  stealMeter,
 } from "./_measure.js";
 
 test("GNU time's line gives peak RSS and user plus system CPU; anything else gives nulls", () => {
@@ -65,9 +65,15 @@ test("steal is the eighth value of /proc/stat's all-CPU line; anything else give
   assert.equal(parseStealTicks(""), null);
 });
 
-test("stolenSeconds reads a count that never goes down on this machine", () => {
-  const first = stolenSeconds();
-  const second = stolenSeconds();
-  assert.ok(first !== null && second !== null, "Linux has /proc/stat");
-  assert.ok(first >= 0 && second >= first, `${first} then ${second}`);
+test("a steal meter gives what the host took since it was made, and null when it cannot tell", () => {
+  const readings = [10.25, 10.75, 12];
+  const stolen = stealMeter(() => readings.shift() ?? null);
+  assert.equal(stolen(), 0.5);
+  assert.equal(stolen(), 1.75);
+  assert.equal(stolen(), null, "no reading now");
+  const late: (number | null)[] = [null, 5];
+  assert.equal(stealMeter(() => late.shift() ?? null)(), null, "no reading at the start");
+  const live = stealMeter();
+  const first = live();
+  assert.ok(first !== null && first >= 0, `Linux has /proc/stat: ${first}`);
 });

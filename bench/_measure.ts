@@ -134,7 +134,7 @@ export function processCpuSeconds(name: RegExp): number | null {
  * benchmark VM's host is shared: a sample that lost CPU this way was slowed by
  * its neighbours, not by its own work, and its ratio says less.
  */
-export function stolenSeconds(): number | null {
+function stolenSeconds(): number | null {
   let stat: string;
   try {
     stat = readFileSync("/proc/stat", "utf8");
@@ -143,6 +143,18 @@ export function stolenSeconds(): number | null {
   }
   const ticks = parseStealTicks(stat);
   return ticks === null ? null : ticks / ticksPerSecond();
+}
+
+/**
+ * A meter of stolen CPU: what the host has taken since it was made, or null
+ * when `read` (stolenSeconds, unless a test gives another) cannot tell.
+ */
+export function stealMeter(read: () => number | null = stolenSeconds): () => number | null {
+  const start = read();
+  return () => {
+    const now = read();
+    return start === null || now === null ? null : now - start;
+  };
 }
 
 /** The steal ticks of `/proc/stat`'s first line, all CPUs together (proc(5)), or null. */

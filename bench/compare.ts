@@ -22,7 +22,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { allCases } from "./_cases.js";
 import type { BenchCase } from "./_kit.js";
-import { flushDisks, measure, warmPageCache } from "./_measure.js";
+import { flushDisks, measure, stealMeter, warmPageCache } from "./_measure.js";
 import { type Pair, pairedSummary, summaryLine } from "./_paired.js";
 import { describeSide, type Side, sideCommand, sideOf } from "./_sides.js";
 import { emptyTrash } from "./_trash.js";
@@ -36,10 +36,25 @@ async function sample(bench: BenchCase, side: Side, notes: Set<string>) {
   await bench.subject.before?.();
   for (const input of bench.inputs?.() ?? []) warmPageCache(input);
   flushDisks();
+  const stolen = stealMeter();
   const result = await measure(sideCommand(side, bench.subject.command()));
+  const steal = stolen();
   const note = bench.subject.check?.(result);
   if (note) notes.add(`${describeSide(side)}: ${note}`);
-  return { seconds: result.seconds, cpuSeconds: result.cpuSeconds };
+  return { seconds: result.seconds, cpuSeconds: result.cpuSeconds, steal };
+}
+
+/** One side's sample: its wall and CPU seconds, and what the host took meanwhile. */
+type Timed = Awaited<ReturnType<typeof sample>>;
+
+/**
+ * ", steal A 0.02 s, B 0.45 s" when the host took a tenth of a second or
+ * more from either side (docs/performance.md, "Reading these numbers"): that pair's
+ * difference says more about the neighbours than about the builds.
+ */
+function stealText(a: number | null, b: number | null): string {
+  if (a === null || b === null || Math.max(a, b) < 0.1) return "";
+  return `, steal A ${a.toFixed(2)} s, B ${b.toFixed(2)} s`;
 }
 
 function usage(message: string): never {
@@ -91,6 +106,7 @@ async function main(): Promise<void> {
     `case ${id} (${bench.title}), ${pairs} alternating pairs\n  A: ${describeSide(a)}\n  B: ${describeSide(b)}`,
   );
   const notes = new Set<string>();
+  const stolen = stealMeter();
   try {
     await bench.setup();
     // A warm-up each: the first run after a build pays for cold caches.
@@ -99,15 +115,19 @@ async function main(): Promise<void> {
     const results: Pair[] = [];
     for (let index = 0; index < pairs; index++) {
       const order: ("a" | "b")[] = index % 2 === 0 ? ["a", "b"] : ["b", "a"];
-      const pair: Partial<Pair> = {};
+      const pair: Partial<Record<"a" | "b", Timed>> = {};
       for (const name of order) pair[name] = await sample(bench, name === "a" ? a : b, notes);
-      const done = pair as Pair;
+      const done = pair as Record<"a" | "b", Timed>;
       results.push(done);
       console.log(
-        `pair ${index + 1} (${order.map((name) => name.toUpperCase()).join(" then ")}): A ${done.a.seconds.toFixed(3)} s, B ${done.b.seconds.toFixed(3)} s`,
+        `pair ${index + 1} (${order.map((name) => name.toUpperCase()).join(" then ")}): A ${done.a.seconds.toFixed(3)} s, B ${done.b.seconds.toFixed(3)} s${stealText(done.a.steal, done.b.steal)}`,
       );
     }
     console.log(summaryLine(pairedSummary(results)));
+    const steal = stolen();
+    if (steal !== null) {
+      console.log(`steal: the host took ${steal.toFixed(1)} s of CPU from this VM meanwhile`);
+    }
     for (const note of notes) console.log(`note: ${note}`);
   } finally {
     await bench.teardown?.();

@@ -16,7 +16,7 @@ import {
   measure,
   median,
   programFiles,
-  stolenSeconds,
+  stealMeter,
   toolAvailable,
   warmFiles,
   warmPageCache,
@@ -103,12 +103,12 @@ async function sample(
   warmFiles(PROGRAM_FILES);
   flushDisks();
   const serverBefore = bench.serverCpuSeconds?.() ?? null;
-  const stealBefore = stolenSeconds();
+  const stolen = stealMeter();
   const result = await measure(contender.command());
-  const stealAfter = stolenSeconds();
+  const steal = stolen();
   const serverAfter = bench.serverCpuSeconds?.() ?? null;
   into.seconds.push(result.seconds);
-  if (stealBefore !== null && stealAfter !== null) into.steal.push(stealAfter - stealBefore);
+  if (steal !== null) into.steal.push(steal);
   into.values.push(contender.value ? contender.value(result) : result.seconds);
   if (result.peakRssMb !== null) into.rss.push(result.peakRssMb);
   if (result.cpuSeconds !== null) into.cpu.push(result.cpuSeconds);
@@ -254,7 +254,7 @@ async function main(): Promise<void> {
       "deleted the outputs an interrupted benchmark set aside: creating files is slow for minutes after a mass delete (see bench/_trash.ts), so the first file-creating rows may read high\n",
     );
   }
-  const stealAtStart = stolenSeconds();
+  const stolen = stealMeter();
   const rows: Row[] = [];
   for (const bench of cases) {
     process.stderr.write(`case ${bench.id}: ${bench.title}\n`);
@@ -272,9 +272,7 @@ async function main(): Promise<void> {
   // and the rows read differently on each (docs/performance.md, "Machine").
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
   const machine = `${os.availableParallelism()} CPUs (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}`;
-  const stealAtEnd = stolenSeconds();
-  const stealSeconds =
-    stealAtStart !== null && stealAtEnd !== null ? stealAtEnd - stealAtStart : null;
+  const stealSeconds = stolen();
   // How much the machine's neighbours took over the whole run: the first
   // thing to look at when a run reads differently from the one before it.
   const steal =
