@@ -144,17 +144,19 @@ export interface StealSamples {
 }
 
 /**
- * Steal at or above this share of a side's median wall time gets a note: on
+ * Steal at or above this share of a side's median wall time gets a note (on
  * two cores the host can take up to twice the wall time, so 3 % is 1.5 % of
- * the machine, about what separates a met row from a missed one.
+ * the machine): enough to move a ratio near 1 by more than the 0.01× the
+ * table shows.
  */
 const STEAL_SHARE = 0.03;
 
 /**
  * "steal 0.31 s / 0.02 s a sample": what the host gave other guests while
  * each side wanted to run (medians), when either side lost a noticeable
- * share. Such a row was slowed by the machine's neighbours, not by its own
- * work, and for the side that lost more. Null otherwise or when unknown.
+ * share. Such a row was slowed by the machine's neighbours as well as by
+ * its own work, the side that lost more the most. Null otherwise or when
+ * unknown.
  */
 export function stealNote(subject: StealSamples, anchor: StealSamples): string | null {
   if ([subject, anchor].some((side) => side.steal.length === 0 || side.seconds.length === 0)) {

@@ -69,7 +69,7 @@ interface Samples {
   serverCpu: number[];
   /** Wall seconds of each sample (`values` holds MB/s for case 7). */
   seconds: number[];
-  /** CPU seconds the host took from this VM during each sample (stolenSeconds). */
+  /** CPU seconds the host took from this VM during each sample (stealMeter). */
   steal: number[];
   notes: Set<string>;
 }
