@@ -37,6 +37,8 @@ test("the table shows each side's CPU seconds, a dash when unknown", () => {
       anchorCpu: [],
       distributorServerCpu: [],
       anchorServerCpu: [],
+      distributorSteal: [],
+      anchorSteal: [],
     },
     notes: ["server CPU 1.90 s / 3.10 s"],
   };

@@ -27,8 +27,8 @@ export interface Row {
     distributorServerCpu: number[];
     anchorServerCpu: number[];
     /** CPU seconds the host took from this VM during each sample (steal), when /proc tells. */
-    distributorSteal?: number[];
-    anchorSteal?: number[];
+    distributorSteal: number[];
+    anchorSteal: number[];
   };
   notes: string[];
 }

@@ -241,6 +241,8 @@ function failedRows(bench: BenchCase, error: unknown): Row[] {
       anchorCpu: [],
       distributorServerCpu: [],
       anchorServerCpu: [],
+      distributorSteal: [],
+      anchorSteal: [],
     },
     notes: [`not run: ${message}`],
   }));
