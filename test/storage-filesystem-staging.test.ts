@@ -57,7 +57,7 @@ async function begin(driver: StorageDriver, paths: readonly string[]): Promise<W
 }
 
 describe("filesystem driver: new folders are written whole", () => {
-  it("a new folder appears on commit, with every file and the tokens the writes returned", () =>
+  it("a new folder appears on commit, with every file", () =>
     withRoot(async (root, driver) => {
       // Enough files that the write threads take part (_fs-write-pool.ts).
       const fresh = Array.from({ length: 300 }, (_, i) => `new/d${i % 7}/f${i}.txt`);
@@ -67,7 +67,7 @@ describe("filesystem driver: new folders are written whole", () => {
       const paths = [...fresh, ...inOld, large];
       const text = (p: string) => (p === large ? p.repeat(30_000) : p);
       const batch = await begin(driver, paths);
-      const tokens = await Promise.all(paths.map((p) => batch.write(p, bytes(text(p)))));
+      await Promise.all(paths.map((p) => batch.write(p, bytes(text(p)))));
 
       // Before the commit: files in existing folders are in place, new folders are not.
       assert.equal(await exists(path.join(root, "new")), false);
@@ -85,11 +85,9 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.equal(oldStaged.length, 1, "old/sub/ is staged beside it, in old/");
 
       await batch.commit();
-      for (const [i, p] of paths.entries()) {
+      for (const p of paths) {
         const stored = await driver.read(p);
         assert.equal(new TextDecoder().decode(stored?.bytes), text(p));
-        // Renaming the folder changes none of its files' tokens.
-        assert.equal(stored?.token, tokens[i], p);
       }
       assert.equal(await readFile(path.join(root, "old", "keep.txt"), "utf8"), "kept\n");
       assert.deepEqual(await tempPathsUnder(root), []);
@@ -180,11 +178,14 @@ describe("filesystem driver: new folders are written whole", () => {
       const staged = (await readdir(root)).find((name) => name.startsWith(TEMP_PREFIX)) as string;
       await rm(path.join(root, staged), { recursive: true });
       await symlink(outside, path.join(root, staged));
+      // Where the write would land through the link, had it not been checked.
+      await mkdir(path.join(outside, "b"));
       await assert.rejects(batch.write("new/b/y.txt", bytes("y")));
-      assert.deepEqual(await readdir(outside), []);
+      assert.deepEqual(await readdir(outside), ["b"]);
+      assert.deepEqual(await readdir(path.join(outside, "b")), []);
       await rejectsWithCode(batch.commit(), "storage_error");
       assert.equal(await exists(path.join(root, "new")), false);
-      assert.deepEqual(await readdir(outside), []);
+      assert.deepEqual(await readdir(path.join(outside, "b")), []);
     }));
 
   it("a write that comes after the discard fails, and does not make the temporary folder again", () =>
@@ -215,12 +216,36 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
 
+  it("a path that is not clean is refused, staged or not, and nothing is written", () =>
+    withRoot(async (root, driver) => {
+      const bad = [
+        "new/..",
+        "new/.",
+        "new/",
+        "/new/a.txt",
+        "new//a.txt",
+        "old/a\\b",
+        "old/..",
+        "x\u0001",
+      ];
+      const batch = await begin(driver, ["new/a.txt", "old/b.txt"]);
+      for (const relPath of bad) {
+        await rejectsWithCode(batch.write(relPath, bytes("x")), "unsafe_path");
+      }
+      await batch.write("new/a.txt", bytes("a"));
+      await batch.commit();
+      assert.deepEqual((await readdir(root)).sort(), ["new", "old"]);
+      assert.deepEqual(await readdir(path.join(root, "new")), ["a.txt"]);
+      assert.deepEqual(await readdir(path.join(root, "old")), ["keep.txt"]);
+    }));
+
   it("a staged file written a second time (a write thread died after it) is replaced whole", () =>
     withRoot(async (root) => {
       const target = path.join(root, "old", "again.txt");
       await writeFile(target, "half of the first tr");
       const content = bytes("the whole second try");
-      writeSmallSync(root, "old/again.txt", { target, content, stagedIn: path.join(root, "old") });
+      const stagedIn = path.join(root, "old");
+      writeSmallSync(root, "old/again.txt", { target, content, stagedIn, staging: "old" });
       assert.equal(await readFile(target, "utf8"), "the whole second try");
       assert.deepEqual(await tempPathsUnder(root), []);
     }));

@@ -26,7 +26,7 @@ import { MAX_ERROR_PATHS } from "../planning/_failures.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
-import type { DeleteResult, StorageDriver, VersionToken } from "../storage/driver.js";
+import type { DeleteResult, StorageDriver, VersionToken, WriteBatch } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 import { writeState } from "./root-io.js";
 
@@ -121,7 +121,9 @@ async function writeOutputs(
   const batch = driver.beginWrites
     ? await unlessStopped(async () => driver.beginWrites?.(paths))
     : undefined;
-  const writer = batch ?? driver;
+  // The driver's write returns a token, which an output's record does not use.
+  const writer: { write: (...args: Parameters<WriteBatch["write"]>) => Promise<unknown> } =
+    batch ?? driver;
   try {
     await mapLimit(
       writes,

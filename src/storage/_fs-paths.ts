@@ -85,7 +85,29 @@ export function checkAncestorsSync(
   relPath: string,
   checked?: Set<string>,
 ): AncestorCheck {
-  for (const ancestor of ancestorsOf(relPath)) {
+  return checkFoldersSync(root, ancestorsOf(relPath), checked);
+}
+
+/**
+ * checkAncestorsSync for `folder` itself and every folder above it: the
+ * check of a write into a temporary folder (_fs-staging.ts), which stops at
+ * that folder.
+ */
+export function checkFolderSync(
+  root: string,
+  folder: string,
+  checked?: Set<string>,
+): AncestorCheck {
+  return checkFoldersSync(root, [...ancestorsOf(folder), folder], checked);
+}
+
+/** lstat each of `folders` (each inside the one before) under `root`, from the top. */
+function checkFoldersSync(
+  root: string,
+  folders: readonly string[],
+  checked: Set<string> | undefined,
+): AncestorCheck {
+  for (const ancestor of folders) {
     const absolute = path.join(root, ancestor);
     if (checked?.has(absolute)) continue;
     let stats: Stats;

@@ -37,11 +37,22 @@ export interface SmallWrite {
    * file and rename, and the folder is never made again if it is gone.
    */
   stagedIn?: string;
+  /**
+   * `stagedIn`'s path under the root. Only the way to that folder is checked
+   * for symlinks, not the folders inside it: this run made them moments ago
+   * in a folder with a random name that nobody else knows of, and one made
+   * by someone else meanwhile could as well be made between a check and the
+   * write. Checking each of them cost every file of a fresh publish an lstat
+   * of its folder (the way to the temporary folder is checked once per batch).
+   */
+  staging?: string;
+  /** Answer with the new file's token (StorageDriver.write); a batch's writes need none. */
+  token?: true;
 }
 
-/** A worker's answer: the new token, or the error to rethrow here. */
+/** A worker's answer: the new token (when asked for), or the error to rethrow here. */
 export type SmallWriteAnswer =
-  | { id: number; token: VersionToken }
+  | { id: number; token?: VersionToken }
   | { id: number; error: { code?: ErrorCode; message: string; paths: string[] } };
 
 /** What a worker is sent: small writes to do in order, and what it answers with. */
@@ -52,7 +63,7 @@ const WARM_UP = 64;
 const MAX_WORKERS = 4;
 
 interface Pending {
-  resolve: (token: VersionToken) => void;
+  resolve: (token: VersionToken | null) => void;
   reject: (error: Error) => void;
 }
 
@@ -124,7 +135,7 @@ class WritePool {
     return this.#broken ? 0 : this.#workers.length;
   }
 
-  write(request: SmallWrite): Promise<VersionToken> {
+  write(request: SmallWrite): Promise<VersionToken | null> {
     if (this.#broken) return Promise.reject(new PoolUnavailable());
     const target = this.#workers[
       directoryHash(request.relPath) % this.#workers.length
@@ -208,8 +219,8 @@ class WritePool {
     const pending = this.#pending.get(answer.id);
     if (!pending) return;
     this.#pending.delete(answer.id);
-    if ("token" in answer) {
-      pending.resolve(answer.token);
+    if (!("error" in answer)) {
+      pending.resolve(answer.token ?? null);
       return;
     }
     const { code, message, paths } = answer.error;

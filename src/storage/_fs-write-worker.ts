@@ -10,10 +10,8 @@ import type { SmallWriteAnswer, SmallWriteAnswers, SmallWriteBatch } from "./_fs
 
 function answerTo(request: SmallWriteBatch[number], checked: Set<string>): SmallWriteAnswer {
   try {
-    return {
-      id: request.id,
-      token: writeSmallSync(request.root, request.relPath, request, checked),
-    };
+    const token = writeSmallSync(request.root, request.relPath, request, checked);
+    return token === null ? { id: request.id } : { id: request.id, token };
   } catch (error) {
     return {
       id: request.id,

@@ -20,6 +20,7 @@ import type { OutputContent } from "../model.js";
 import {
   checkAncestors,
   checkAncestorsSync,
+  checkFolderSync,
   kindAt,
   resolveInside,
   storageError,
@@ -49,36 +50,72 @@ export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): Version
 }
 
 /**
- * Put `content` at `relPath` under `root` atomically and return its new token.
- * `ifMatch` is checked before the rename but not atomically with it: on a
- * filesystem the root's lock is what keeps writers apart.
- *
- * `staged`: where the file goes instead (`path` under the root), inside a
- * temporary folder (`folder`, absolute) that is renamed into place later
- * (_fs-staging.ts). Nobody else sees that folder, so a small file is created
- * there under its final name, with no temp file and no rename of its own; a
- * large one still goes through a temp file beside it.
+ * Put `content` at `relPath` under `root` atomically and return its new token
+ * (StorageDriver.write). `ifMatch` is checked before the rename but not
+ * atomically with it: on a filesystem the root's lock is what keeps writers
+ * apart.
  */
 export async function writeAtomic(
   root: string,
   relPath: string,
-  options: { content: OutputContent; staged?: Staged } & WriteOptions,
+  options: { content: OutputContent } & WriteOptions,
 ): Promise<VersionToken> {
-  assertWritesAllowed();
-  const at = options.staged?.path ?? relPath;
-  const target = resolveInside(root, at);
-  if (options.durable !== true && options.ifMatch === undefined && isSmall(options.content)) {
-    const request: SmallWrite = { root, relPath: at, target, content: options.content };
-    if (options.staged) request.stagedIn = options.staged.folder;
-    return writeSmall(request);
-  }
-  return largeWrites(() => writeLarge(root, at, target, options));
+  const target = resolveInside(root, relPath);
+  const token = await writeTo(root, relPath, target, options.content, options, undefined, true);
+  return token as VersionToken;
 }
 
-/** Where a staged write goes: see writeAtomic. */
+/**
+ * writeAtomic for a write batch (WriteBatch.write, _fs-staging.ts), which
+ * returns no token: the executor records an output by its digest, and the
+ * stat that makes a token was 100,000 system calls of a fresh publish of the
+ * benchmark's C. `target`: the absolute path of `at` (the staged path when
+ * staged), which the batch found once per folder.
+ *
+ * `staged`: the file goes inside a temporary folder that is renamed into
+ * place later (_fs-staging.ts). Nobody else sees that folder, so a small file
+ * is created there under its final name, with no temp file and no rename of
+ * its own; a large one still goes through a temp file beside it.
+ */
+export async function writeBatched(
+  root: string,
+  at: string,
+  target: string,
+  content: OutputContent,
+  options: WriteOptions,
+  staged: Staged | undefined,
+): Promise<void> {
+  await writeTo(root, at, target, content, options, staged, false);
+}
+
+/** Where a staged write goes: see writeBatched. */
 export interface Staged {
-  path: string;
+  /** The temporary folder's path under the root. */
+  staging: string;
+  /** The same, absolute. */
   folder: string;
+}
+
+async function writeTo(
+  root: string,
+  at: string,
+  target: string,
+  content: OutputContent,
+  options: WriteOptions,
+  staged: Staged | undefined,
+  token: boolean,
+): Promise<VersionToken | null> {
+  assertWritesAllowed();
+  if (options.durable !== true && options.ifMatch === undefined && isSmall(content)) {
+    const request: SmallWrite = { root, relPath: at, target, content };
+    if (staged) {
+      request.stagedIn = staged.folder;
+      request.staging = staged.staging;
+    }
+    if (token) request.token = true;
+    return writeSmall(request);
+  }
+  return largeWrites(() => writeLarge(root, at, target, { ...options, content, staged }));
 }
 
 /**
@@ -196,7 +233,7 @@ function isSmall(content: OutputContent): boolean {
 }
 
 /** A small write on a pool worker when there is one (_fs-write-pool.ts), else here. */
-async function writeSmall(request: SmallWrite): Promise<VersionToken> {
+async function writeSmall(request: SmallWrite): Promise<VersionToken | null> {
   const pool = writePool();
   if (pool) {
     try {
@@ -207,25 +244,32 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken> {
   }
   // The pool may have been stopped by a signal while this write waited on it.
   assertWritesAllowed();
-  return writeSmallSync(request.root, request.relPath, request);
+  return writeSmallSync(request.root, request.relPath, request, undefined);
 }
 
 /**
- * writeAtomic's steps for a small output, with synchronous calls. `checked`:
- * see checkAncestorsSync. `stagedIn`: see SmallWrite.
+ * writeAtomic's steps for a small output, with synchronous calls; the new
+ * file's token when `options.token`, else null. `checked`: see
+ * checkAncestorsSync. `stagedIn` and `staging`: see SmallWrite.
  */
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: { target: string; content: OutputContent; stagedIn?: string },
+  options: Pick<SmallWrite, "target" | "content" | "stagedIn" | "staging" | "token">,
   checked?: Set<string>,
-): VersionToken {
-  const check = checkAncestorsSync(root, relPath, checked);
+): VersionToken | null {
+  // In a temporary folder only the way to it is checked (see SmallWrite.staging).
+  const check =
+    options.staging === undefined
+      ? checkAncestorsSync(root, relPath, checked)
+      : checkFolderSync(root, options.staging, checked);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   const dir = path.dirname(options.target);
   try {
     // A parent that exists has just been checked to be a real directory; only the
-    // root itself (the parent of a top-level path) was not checked.
+    // root itself (the parent of a top-level path) was not checked. A
+    // temporary folder that is gone makes this throw (makeParent). Inside
+    // one, the file's folder is made when the create finds none (createStaged).
     if (check.kind === "missing" || !relPath.includes("/")) makeParent(dir, options.stagedIn);
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
@@ -238,14 +282,45 @@ export function writeSmallSync(
       content.type === "bytes"
         ? content.bytes
         : (content.verifiedBytes ?? readVerifiedSync(content));
-    if (options.stagedIn !== undefined && createSync(options.target, bytes)) {
-      return tokenOf(statSync(options.target));
+    const staged = options.stagedIn;
+    if (
+      staged !== undefined &&
+      createStaged({ root, relPath }, dir, options.target, staged, bytes)
+    ) {
+      return options.token === true ? tokenOf(statSync(options.target)) : null;
     }
-    return replaceSync(dir, options.target, bytes);
+    return replaceSync(dir, options.target, bytes, options.token === true);
   } catch (error) {
     if (error instanceof DistributorError) throw error;
     throw storageError("write", { root, relPath, error });
   }
+}
+
+/**
+ * Create a small file in its temporary folder (see writeSmallSync), making
+ * the folder it goes in there first if the create finds none: for the first
+ * file of each folder, one failed open instead of an lstat per folder on
+ * the way for every file. False when something is there already (see
+ * createSync).
+ */
+function createStaged(
+  where: { root: string; relPath: string },
+  dir: string,
+  target: string,
+  stagedIn: string,
+  bytes: Uint8Array,
+): boolean {
+  try {
+    return createSync(target, bytes);
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT") throw error;
+  }
+  try {
+    makeParent(dir, stagedIn);
+  } catch (error) {
+    throw storageError("create the directory for", { ...where, error });
+  }
+  return createSync(target, bytes);
 }
 
 /**
@@ -265,14 +340,19 @@ function createSync(target: string, bytes: Uint8Array): boolean {
   }
 }
 
-/** Temp file in `dir`, then rename over `target`; the token of the new file. */
-function replaceSync(dir: string, target: string, bytes: Uint8Array): VersionToken {
+/** Temp file in `dir`, then rename over `target`; the token of the new file when asked for. */
+function replaceSync(
+  dir: string,
+  target: string,
+  bytes: Uint8Array,
+  token: boolean,
+): VersionToken | null {
   const temp = tempPathIn(dir);
   try {
     writeFileSync(temp, bytes, { flag: "wx" });
-    const stats = statSync(temp);
+    const stats = token ? statSync(temp) : null;
     renameSync(temp, target);
-    return tokenOf(stats);
+    return stats === null ? null : tokenOf(stats);
   } catch (error) {
     rmSync(temp, { force: true });
     throw error;

@@ -54,8 +54,12 @@ export interface WriteOptions {
  * out of sight until `commit`.
  */
 export interface WriteBatch {
-  /** `StorageDriver.write` for one of the paths the batch was begun with. */
-  write(path: string, content: OutputContent, options?: WriteOptions): Promise<VersionToken>;
+  /**
+   * `StorageDriver.write` for one of the paths the batch was begun with,
+   * without the token: the executor records an output by its digest, and
+   * making a token can cost a system call per file (a filesystem's stat).
+   */
+  write(path: string, content: OutputContent, options?: WriteOptions): Promise<void>;
   /** Put every write of the batch in place. Call once, after all of them succeeded. */
   commit(): Promise<void>;
   /**
