@@ -15,7 +15,11 @@ import { Worker } from "node:worker_threads";
 import { packFiles } from "../src/bundle/_packed-files.js";
 import { sha256Hex } from "../src/hashing.js";
 import type { PackedPart } from "../src/storage/_fs-walk.js";
-import type { SmallWriteAnswers, SmallWriteBatch } from "../src/storage/_fs-write-pool.js";
+import {
+  batchOf,
+  type SmallWriteAnswers,
+  type SmallWriteBatch,
+} from "../src/storage/_fs-write-pool.js";
 import { newWorkClaims, takeBack } from "../src/threads.js";
 import { ownCodeDigest, rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
 import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
@@ -153,19 +157,27 @@ describe("the CLI bundle (dist/cli)", () => {
 
   it("writes a batch on a bundled write worker", async () => {
     const root = path.join(dir, "root");
-    const batch: SmallWriteBatch = [
-      {
-        id: 7,
-        root,
-        relPath: "docs/a.txt",
-        target: path.join(root, "docs/a.txt"),
-        content: { type: "bytes", bytes: Buffer.from("written by the bundle\n") },
-      },
-    ];
+    const write = (id: number, name: string, token: boolean) => ({
+      id,
+      root,
+      relPath: `docs/${name}`,
+      target: path.join(root, "docs", name),
+      content: { type: "bytes" as const, bytes: Buffer.from(`${name} written by the bundle\n`) },
+      ...(token ? { token: true as const } : {}),
+    });
+    const batch: SmallWriteBatch = batchOf([write(7, "a.txt", true), write(8, "b.txt", false)]);
     const answers = (await askWorker("_fs-write-worker.js", batch)) as SmallWriteAnswers;
-    assert.equal(answers.length, 1);
-    assert.equal(answers[0]?.id, 7);
-    assert.ok(answers[0] && "token" in answers[0], JSON.stringify(answers[0]));
-    assert.equal(await readFile(path.join(root, "docs/a.txt"), "utf8"), "written by the bundle\n");
+    assert.deepEqual(
+      answers.map((answer) => [answer.id, "token" in answer]),
+      [
+        [7, true],
+        [8, false],
+      ],
+      "a token only where asked for",
+    );
+    for (const name of ["a.txt", "b.txt"]) {
+      const written = await readFile(path.join(root, "docs", name), "utf8");
+      assert.equal(written, `${name} written by the bundle\n`);
+    }
   });
 });

@@ -6,9 +6,15 @@
 import { parentPort } from "node:worker_threads";
 import { DistributorError } from "../errors.js";
 import { writeSmallSync } from "./_fs-write.js";
-import type { SmallWriteAnswer, SmallWriteAnswers, SmallWriteBatch } from "./_fs-write-pool.js";
+import {
+  type SmallWrite,
+  type SmallWriteAnswer,
+  type SmallWriteAnswers,
+  type SmallWriteBatch,
+  writesOf,
+} from "./_fs-write-pool.js";
 
-function answerTo(request: SmallWriteBatch[number], checked: Set<string>): SmallWriteAnswer {
+function answerTo(request: SmallWrite & { id: number }, checked: Set<string>): SmallWriteAnswer {
   try {
     const token = writeSmallSync(request.root, request.relPath, request, checked);
     return token === null ? { id: request.id } : { id: request.id, token };
@@ -31,6 +37,6 @@ parentPort?.on("message", (batch: SmallWriteBatch) => {
   // Folders found to be real directories, trusted for this batch only: its
   // writes share their upper folders, and the batch takes milliseconds.
   const checked = new Set<string>();
-  const answers: SmallWriteAnswers = batch.map((request) => answerTo(request, checked));
+  const answers: SmallWriteAnswers = writesOf(batch).map((request) => answerTo(request, checked));
   parentPort?.postMessage(answers);
 });

@@ -107,7 +107,15 @@ async function writeTo(
 ): Promise<VersionToken | null> {
   assertWritesAllowed();
   if (options.durable !== true && options.ifMatch === undefined && isSmall(content)) {
-    const request: SmallWrite = { root, relPath: at, target, content };
+    // Bytes kept from verification are all a write thread needs of a source
+    // file: the path, size and digest would only lengthen the message.
+    const bytes = content.type === "file" ? content.verifiedBytes : undefined;
+    const request: SmallWrite = {
+      root,
+      relPath: at,
+      target,
+      content: bytes === undefined ? content : { type: "bytes", bytes },
+    };
     if (staged) {
       request.stagedIn = staged.folder;
       request.staging = staged.staging;
