@@ -160,7 +160,7 @@ async function writeOutputs(
  * flight together should be spread over directories. Order does not matter
  * otherwise: every path is claimed before the first write.
  */
-function alternateDirectories<T extends { path: string }>(writes: readonly T[]): T[] {
+export function alternateDirectories<T extends { path: string }>(writes: readonly T[]): T[] {
   const byDirectory = new Map<string, T[]>();
   for (const write of writes) {
     const directory = write.path.slice(0, Math.max(0, write.path.lastIndexOf("/")));
@@ -168,10 +168,19 @@ function alternateDirectories<T extends { path: string }>(writes: readonly T[]):
     if (group) group.push(write);
     else byDirectory.set(directory, [write]);
   }
-  const groups = [...byDirectory.values()];
+  // Each round leaves out the directories it emptied: C's 10,704 folders
+  // hold 3 files each at the median but up to 1,594, and visiting every
+  // folder in every round took 100-160 ms before the first write, against
+  // 35-60 ms (a scratch loop over C's paths, 2026-12-02).
+  let groups = [...byDirectory.values()];
   const out: T[] = [];
-  for (let round = 0; out.length < writes.length; round++) {
-    for (const group of groups) if (round < group.length) out.push(group[round] as T);
+  for (let round = 0; groups.length > 0; round++) {
+    const left: T[][] = [];
+    for (const group of groups) {
+      out.push(group[round] as T);
+      if (round + 1 < group.length) left.push(group);
+    }
+    groups = left;
   }
   return out;
 }
