@@ -77,14 +77,8 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
       // check as resolveInside's, which names the whole path in its error.)
       if (unsafePathProblem(name) !== null) resolveInside(root, relPath);
       const at = place.at === "" ? name : `${place.at}/${name}`;
-      await writeBatched(
-        root,
-        at,
-        place.absolute + path.sep + name,
-        content,
-        options,
-        place.staged,
-      );
+      const target = place.absolute + path.sep + name;
+      await writeBatched({ root, at, target, content, options, staged: place.staged });
     },
     commit: async () => commit(root, staged),
     discard: async () => discard(root, staged),

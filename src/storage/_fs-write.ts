@@ -61,34 +61,39 @@ export async function writeAtomic(
   options: { content: OutputContent } & WriteOptions,
 ): Promise<VersionToken> {
   const target = resolveInside(root, relPath);
-  const token = await writeTo(root, relPath, target, options.content, options, undefined, true);
-  return token as VersionToken;
+  const write = { root, at: relPath, target, content: options.content, options };
+  return (await writeTo(write, true)) as VersionToken;
 }
 
 /**
  * writeAtomic for a write batch (WriteBatch.write, _fs-staging.ts), which
  * returns no token: the executor records an output by its digest, and the
  * stat that makes a token was 100,000 system calls of a fresh publish of the
- * benchmark's C. `target`: the absolute path of `at` (the staged path when
- * staged), which the batch found once per folder.
- *
- * `staged`: the file goes inside a temporary folder that is renamed into
- * place later (_fs-staging.ts). Nobody else sees that folder, so a small file
- * is created there under its final name, with no temp file and no rename of
- * its own; a large one still goes through a temp file beside it.
+ * benchmark's C.
  */
-export async function writeBatched(
-  root: string,
-  at: string,
-  target: string,
-  content: OutputContent,
-  options: WriteOptions,
-  staged: Staged | undefined,
-): Promise<void> {
-  await writeTo(root, at, target, content, options, staged, false);
+export async function writeBatched(write: BatchedWrite): Promise<void> {
+  await writeTo(write, false);
 }
 
-/** Where a staged write goes: see writeBatched. */
+/** A write of a batch: see writeBatched. */
+export interface BatchedWrite {
+  root: string;
+  /** The path under the root: the staged path when staged. */
+  at: string;
+  /** The same, absolute: the batch finds it once per folder. */
+  target: string;
+  content: OutputContent;
+  options: WriteOptions;
+  /**
+   * The file goes inside a temporary folder that is renamed into place
+   * later (_fs-staging.ts). Nobody else sees that folder, so a small file
+   * is created there under its final name, with no temp file and no rename
+   * of its own; a large one still goes through a temp file beside it.
+   */
+  staged?: Staged | undefined;
+}
+
+/** Where a staged write goes: see BatchedWrite. */
 export interface Staged {
   /** The temporary folder's path under the root. */
   staging: string;
@@ -96,15 +101,8 @@ export interface Staged {
   folder: string;
 }
 
-async function writeTo(
-  root: string,
-  at: string,
-  target: string,
-  content: OutputContent,
-  options: WriteOptions,
-  staged: Staged | undefined,
-  token: boolean,
-): Promise<VersionToken | null> {
+async function writeTo(write: BatchedWrite, token: boolean): Promise<VersionToken | null> {
+  const { root, at, target, content, options, staged } = write;
   assertWritesAllowed();
   if (options.durable !== true && options.ifMatch === undefined && isSmall(content)) {
     // Bytes kept from verification are all a write thread needs of a source

@@ -8,7 +8,10 @@
  *   into place whole (`beginWrites`, _fs-staging.ts).
  * - Symlinks inside the root are listed as `symlink` and never followed: not by
  *   `list`, `read`, `readStream`, `write` or `deleteMany` (a symlinked parent
- *   fails with `unsafe_path`). The root itself may be a symlink.
+ *   fails with `unsafe_path`). The root itself may be a symlink. A batch's
+ *   write into a temporary folder it made checks the way to that folder, not
+ *   the folders inside it, which the run made under a random name
+ *   (SmallWrite.staging in _fs-write-pool.ts).
  * - `ifMatch` is emulated (check, then rename): `capabilities.conditionalWrite`
  *   is false because the root's lock, not the write, keeps writers apart.
  * - Unexpected errno errors become `storage_error` naming the path and the code.
