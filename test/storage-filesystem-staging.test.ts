@@ -244,8 +244,7 @@ describe("filesystem driver: new folders are written whole", () => {
       const target = path.join(root, "old", "again.txt");
       await writeFile(target, "half of the first tr");
       const content = bytes("the whole second try");
-      const stagedIn = path.join(root, "old");
-      writeSmallSync(root, "old/again.txt", { target, content, stagedIn, staging: "old" });
+      writeSmallSync(root, "old/again.txt", { target, content, staging: "old" });
       assert.equal(await readFile(target, "utf8"), "the whole second try");
       assert.deepEqual(await tempPathsUnder(root), []);
     }));

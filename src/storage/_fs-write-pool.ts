@@ -32,18 +32,15 @@ export interface SmallWrite {
   target: string;
   content: OutputContent;
   /**
-   * The temporary folder (absolute) that `target` is in, nobody else sees
-   * (_fs-staging.ts): the file is created under its final name, with no temp
-   * file and rename, and the folder is never made again if it is gone.
-   */
-  stagedIn?: string;
-  /**
-   * `stagedIn`'s path under the root. Only the way to that folder is checked
-   * for symlinks, not the folders inside it: this run made them moments ago
-   * in a folder with a random name that nobody else knows of, and one made
-   * by someone else meanwhile could as well be made between a check and the
-   * write. Checking each of them cost every file of a fresh publish an lstat
-   * of its folder (the way to the temporary folder is checked once per batch).
+   * The temporary folder that `target` is in, under the root, which nobody
+   * else sees (_fs-staging.ts): the file is created under its final name,
+   * with no temp file and rename, and the folder is never made again if it
+   * is gone. Only the way to that folder is checked for symlinks, not the
+   * folders inside it: this run made them moments ago in a folder with a
+   * random name that nobody else knows of, and one made by someone else
+   * meanwhile could as well be made between a check and the write. Checking
+   * each of them cost every file of a fresh publish an lstat of its folder
+   * (the way to the temporary folder is checked once per batch).
    */
   staging?: string;
   /** Answer with the new file's token (StorageDriver.write); a batch's writes need none. */
@@ -57,8 +54,8 @@ export type SmallWriteAnswer =
 
 /**
  * What a worker is sent: small writes to do in order, a column per field
- * of SmallWrite, the write at index i in each (`stagedIn`, `staging`: null
- * when not staged). A structured clone of 64 writes as objects, a dozen
+ * of SmallWrite, the write at index i in each (`staging`: null when not
+ * staged). A structured clone of 64 writes as objects, a dozen
  * keys each, cost about twice these columns on the calling thread (a
  * scratch loop of 1,600 batches, 2026-12-01), and that clone was the
  * calling thread's largest cost in the writes of a fresh publish of C.
@@ -69,7 +66,6 @@ export interface SmallWriteBatch {
   relPaths: string[];
   targets: string[];
   contents: OutputContent[];
-  stagedIns: (string | null)[];
   stagings: (string | null)[];
   tokens: boolean[];
 }
@@ -85,9 +81,7 @@ export function writesOf(batch: SmallWriteBatch): (SmallWrite & { id: number })[
       target: batch.targets[i] as string,
       content: batch.contents[i] as OutputContent,
     };
-    const stagedIn = batch.stagedIns[i];
     const staging = batch.stagings[i];
-    if (stagedIn != null) write.stagedIn = stagedIn;
     if (staging != null) write.staging = staging;
     if (batch.tokens[i] === true) write.token = true;
     return write;
@@ -102,7 +96,6 @@ export function batchOf(writes: readonly (SmallWrite & { id: number })[]): Small
     relPaths: [],
     targets: [],
     contents: [],
-    stagedIns: [],
     stagings: [],
     tokens: [],
   };
@@ -112,7 +105,6 @@ export function batchOf(writes: readonly (SmallWrite & { id: number })[]): Small
     batch.relPaths.push(write.relPath);
     batch.targets.push(write.target);
     batch.contents.push(write.content);
-    batch.stagedIns.push(write.stagedIn ?? null);
     batch.stagings.push(write.staging ?? null);
     batch.tokens.push(write.token === true);
   }

@@ -114,10 +114,7 @@ async function writeTo(write: BatchedWrite, token: boolean): Promise<VersionToke
       target,
       content: bytes === undefined ? content : { type: "bytes", bytes },
     };
-    if (staged) {
-      request.stagedIn = staged.folder;
-      request.staging = staged.staging;
-    }
+    if (staged) request.staging = staged.staging;
     if (token) request.token = true;
     return writeSmall(request);
   }
@@ -256,12 +253,12 @@ async function writeSmall(request: SmallWrite): Promise<VersionToken | null> {
 /**
  * writeAtomic's steps for a small output, with synchronous calls; the new
  * file's token when `options.token`, else null. `checked`: see
- * checkAncestorsSync. `stagedIn` and `staging`: see SmallWrite.
+ * checkAncestorsSync. `staging`: see SmallWrite.
  */
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: Pick<SmallWrite, "target" | "content" | "stagedIn" | "staging" | "token">,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "token">,
   checked?: Set<string>,
 ): VersionToken | null {
   // In a temporary folder only the way to it is checked (see SmallWrite.staging).
@@ -276,7 +273,9 @@ export function writeSmallSync(
     // root itself (the parent of a top-level path) was not checked. A
     // temporary folder that is gone makes this throw (makeParent). Inside
     // one, the file's folder is made when the create finds none (createStaged).
-    if (check.kind === "missing" || !relPath.includes("/")) makeParent(dir, options.stagedIn);
+    if (check.kind === "missing" || !relPath.includes("/")) {
+      makeParent(dir, stagingFolder(root, options.staging));
+    }
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
@@ -288,10 +287,10 @@ export function writeSmallSync(
       content.type === "bytes"
         ? content.bytes
         : (content.verifiedBytes ?? readVerifiedSync(content));
-    const staged = options.stagedIn;
+    const staging = options.staging;
     if (
-      staged !== undefined &&
-      createStaged({ root, relPath }, dir, options.target, staged, bytes)
+      staging !== undefined &&
+      createStaged({ root, relPath }, dir, options.target, staging, bytes)
     ) {
       return options.token === true ? tokenOf(statSync(options.target)) : null;
     }
@@ -300,6 +299,11 @@ export function writeSmallSync(
     if (error instanceof DistributorError) throw error;
     throw storageError("write", { root, relPath, error });
   }
+}
+
+/** The absolute path of a write's temporary folder (see SmallWrite.staging), if staged. */
+function stagingFolder(root: string, staging: string | undefined): string | undefined {
+  return staging === undefined ? undefined : resolveInside(root, staging);
 }
 
 /**
@@ -313,7 +317,7 @@ function createStaged(
   where: { root: string; relPath: string },
   dir: string,
   target: string,
-  stagedIn: string,
+  staging: string,
   bytes: Uint8Array,
 ): boolean {
   try {
@@ -322,7 +326,7 @@ function createStaged(
     if (errnoCode(error) !== "ENOENT") throw error;
   }
   try {
-    makeParent(dir, stagedIn);
+    makeParent(dir, stagingFolder(where.root, staging));
   } catch (error) {
     throw storageError("create the directory for", { ...where, error });
   }
