@@ -2,13 +2,20 @@
  * The executor keeps as many writes in flight as the driver asks for
  * (`writeConcurrency`): with a fixed 8, the filesystem's write threads sat
  * idle between writes, and an S3 destination never used more than 8 of its
- * `max_concurrency` connections. The driver is the real filesystem one; only
- * its writes are wrapped to count the calls running at once.
+ * `max_concurrency` connections. The driver is the real filesystem one:
+ * written one output per call (as S3 is), its writes are wrapped to count
+ * the calls running at once; written as a batch, the write threads count
+ * what they were given.
  */
 import assert from "node:assert/strict";
+import os from "node:os";
 import { after, describe, test } from "node:test";
 import { applyPlan } from "../src/execution/apply-plan.js";
-import { FS_WRITE_CONCURRENCY } from "../src/storage/_fs-write-pool.js";
+import {
+  FS_WRITE_CONCURRENCY,
+  writePoolMostInFlight,
+  writePoolSize,
+} from "../src/storage/_fs-write-pool.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { cleanupTempDirs, readStateFile } from "./helpers/fixtures.js";
@@ -17,41 +24,39 @@ import { scenario } from "./helpers/scenario.js";
 
 after(cleanupTempDirs);
 
-/** More than the filesystem's writeConcurrency, so that it is reached and not exceeded. */
+/** Files enough to reach any limit tested here (see mostWritesAtOnce). */
 const FILES = FS_WRITE_CONCURRENCY + 50;
 
-/** Publish FILES files through a driver whose `writeConcurrency` is `limit`; the most writes seen at once. */
-async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
+/** A bundle of FILES small files in 7 new folders, and its scenario. */
+async function manyFiles(count = FILES) {
   const s = await scenario();
   const files: Record<string, string> = {};
-  for (let i = 0; i < FILES; i++) files[`dir${i % 7}/file${i}.txt`] = `content ${i}\n`;
-  const dir = await s.bundle("many", files);
+  for (let i = 0; i < count; i++) files[`dir${i % 7}/file${i}.txt`] = `content ${i}\n`;
+  return { s, dir: await s.bundle("many", files) };
+}
 
+/**
+ * Publish FILES files through a filesystem driver that writes one output
+ * per call, as S3 does (no `beginWrites`), with `writeConcurrency` set to
+ * `limit`; the most writes seen at once.
+ */
+async function mostWritesAtOnce(limit: number): Promise<number> {
+  const { s, dir } = await manyFiles();
   const real = createFilesystemDriver({ root: s.root });
   let running = 0;
   let most = 0;
-  const counted = async <T>(write: () => Promise<T>): Promise<T> => {
-    running++;
-    most = Math.max(most, running);
-    try {
-      return await write();
-    } finally {
-      running--;
-    }
-  };
-  // The outputs' folders are new, so their writes go through the batch (_fs-staging.ts).
-  const beginWrites = real.beginWrites?.bind(real);
-  assert.ok(beginWrites, "the filesystem driver writes in batches");
   const driver: StorageDriver = {
     ...real,
-    writeConcurrency: limit ?? real.writeConcurrency,
-    write: (relPath, content, options) => counted(() => real.write(relPath, content, options)),
-    beginWrites: async (paths) => {
-      const batch = await beginWrites(paths);
-      return {
-        ...batch,
-        write: (relPath, content, options) => counted(() => batch.write(relPath, content, options)),
-      };
+    beginWrites: undefined,
+    writeConcurrency: limit,
+    write: async (relPath, content, options) => {
+      running++;
+      most = Math.max(most, running);
+      try {
+        return await real.write(relPath, content, options);
+      } finally {
+        running--;
+      }
     },
   };
   const { plan, snapshot } = await planOnly(s.config, dir, driver);
@@ -63,14 +68,24 @@ async function mostWritesAtOnce(limit: number | undefined): Promise<number> {
 }
 
 describe("applyPlan's writes in flight", () => {
-  test("reach the driver's writeConcurrency", async () => {
+  test("reach the driver's writeConcurrency, one write per call", async () => {
     assert.equal(await mostWritesAtOnce(5), 5);
     assert.equal(await mostWritesAtOnce(40), 40);
   });
 
-  test("on a filesystem, enough to keep the write threads busy", async () => {
+  test("on a filesystem, a batch keeps enough in flight for the write threads", async () => {
     const fsLimit = createFilesystemDriver({ root: "/" }).writeConcurrency;
+    assert.equal(fsLimit, FS_WRITE_CONCURRENCY);
     assert.ok(fsLimit > 8, `the filesystem asks for ${fsLimit}`);
-    assert.equal(await mostWritesAtOnce(undefined), fsLimit);
+    // The first writes of a process are done on the calling thread, until
+    // the write threads start (_fs-write-pool.ts): enough more to fill them.
+    const { s, dir } = await manyFiles(FILES + 100);
+    const driver = createFilesystemDriver({ root: s.root });
+    const { plan, snapshot } = await planOnly(s.config, dir, driver);
+    await applyPlan(driver, plan, { stateToken: snapshot.stateToken });
+    assert.equal((await readStateFile(s.root)).outputs.length, FILES + 100);
+    if (os.availableParallelism() < 2) return;
+    assert.ok(writePoolSize() >= 2, "the write threads took the writes");
+    assert.equal(writePoolMostInFlight(), fsLimit);
   });
 });

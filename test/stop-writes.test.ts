@@ -30,7 +30,17 @@ test("after stopWrites, no write lands and none starts", async () => {
   // A new folder staged before the stop (_fs-staging.ts) is neither put in place nor removed after it.
   const batch = await driver.beginWrites?.(["staged/a.txt"]);
   assert.ok(batch);
-  await batch.write("staged/a.txt", bytes("a"));
+  await batch.writeAll([{ path: "staged/a.txt", content: bytes("a") }]);
+  // A batch's writeAll in flight at the stop rejects, and starts nothing after it.
+  const batchPaths = Array.from({ length: 2000 }, (_, i) => `warm/g${i}.txt`);
+  const allBatch = await driver.beginWrites?.(batchPaths);
+  assert.ok(allBatch);
+  const allOutcome = allBatch
+    .writeAll(batchPaths.map((p) => ({ path: p, content: bytes(p) })))
+    .then(
+      () => null,
+      (error: unknown) => error,
+    );
   const landed: string[] = [];
   const inFlight = Array.from({ length: 2000 }, (_, i) => `d${i % 50}/f${i}.txt`).map((p) =>
     driver.write(p, bytes(p)).then(
@@ -49,6 +59,9 @@ test("after stopWrites, no write lands and none starts", async () => {
   await stopWrites();
   const atStop = await listFiles(root);
   await Promise.all(inFlight);
+  const allError = await allOutcome;
+  assert.ok(allError instanceof DistributorError, `writeAll: ${String(allError)}`);
+  assert.equal(allError.code, "storage_error");
   await new Promise((resolve) => setTimeout(resolve, 200));
   assert.deepEqual(await listFiles(root), atStop, "nothing was written after the stop");
   for (const p of landed) assert.ok(atStop.includes(p), `${p} resolved but is missing`);

@@ -20,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { applyPlan } from "../src/execution/apply-plan.js";
+import type { OutputContent } from "../src/model.js";
 import { TEMP_PREFIX } from "../src/paths.js";
 import { writeSmallSync } from "../src/storage/_fs-write.js";
 import type { StorageDriver, WriteBatch } from "../src/storage/driver.js";
@@ -51,6 +52,11 @@ async function withRoot(body: (root: string, driver: StorageDriver) => Promise<v
   }
 }
 
+/** One write through the batch's writeAll. */
+function writeOne(batch: WriteBatch, relPath: string, content: OutputContent): Promise<void> {
+  return batch.writeAll([{ path: relPath, content }]);
+}
+
 async function begin(driver: StorageDriver, paths: readonly string[]): Promise<WriteBatch> {
   assert.ok(driver.beginWrites, "the filesystem driver writes in batches");
   return driver.beginWrites(paths);
@@ -67,7 +73,16 @@ describe("filesystem driver: new folders are written whole", () => {
       const paths = [...fresh, ...inOld, large];
       const text = (p: string) => (p === large ? p.repeat(30_000) : p);
       const batch = await begin(driver, paths);
-      await Promise.all(paths.map((p) => batch.write(p, bytes(text(p)))));
+      const written: number[] = [];
+      await batch.writeAll(
+        paths.map((p) => ({ path: p, content: bytes(text(p)) })),
+        (index) => written.push(index),
+      );
+      assert.deepEqual(
+        written.sort((a, b) => a - b),
+        paths.map((_, i) => i),
+        "each write reported once",
+      );
 
       // Before the commit: files in existing folders are in place, new folders are not.
       assert.equal(await exists(path.join(root, "new")), false);
@@ -96,8 +111,8 @@ describe("filesystem driver: new folders are written whole", () => {
   it("discard removes what was staged and keeps what was written in place", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/a.txt", "new/b/c.txt", "old/d.txt"]);
-      await batch.write("new/a.txt", bytes("a"));
-      await batch.write("old/d.txt", bytes("d"));
+      await writeOne(batch, "new/a.txt", bytes("a"));
+      await writeOne(batch, "old/d.txt", bytes("d"));
       await batch.discard();
       assert.deepEqual(await tempPathsUnder(root), []);
       assert.equal(await exists(path.join(root, "new")), false);
@@ -107,7 +122,7 @@ describe("filesystem driver: new folders are written whole", () => {
   it("a folder that appeared meanwhile is not replaced", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/a.txt"]);
-      await batch.write("new/a.txt", bytes("a"));
+      await writeOne(batch, "new/a.txt", bytes("a"));
       await mkdir(path.join(root, "new"));
       await writeFile(path.join(root, "new", "theirs.txt"), "theirs\n");
       const error = await rejectsWithCode(batch.commit(), "storage_error");
@@ -121,7 +136,7 @@ describe("filesystem driver: new folders are written whole", () => {
   it("nor is an empty one (a rename would replace it without a word)", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["other/b.txt"]);
-      await batch.write("other/b.txt", bytes("b"));
+      await writeOne(batch, "other/b.txt", bytes("b"));
       await mkdir(path.join(root, "other"));
       const error = await rejectsWithCode(batch.commit(), "storage_error");
       assert.match(error.message, /appeared/);
@@ -133,7 +148,7 @@ describe("filesystem driver: new folders are written whole", () => {
   it("nor is one filled between making it and the rename: it is said to have appeared", (t) =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["late/a.txt"]);
-      await batch.write("late/a.txt", bytes("a"));
+      await writeOne(batch, "late/a.txt", bytes("a"));
       // Something writes into the folder the commit has just made, before
       // the rename: the rename then fails (ENOTEMPTY).
       const realRename = fs.renameSync;
@@ -160,7 +175,7 @@ describe("filesystem driver: new folders are written whole", () => {
   it("a rename that fails leaves no folder made for it, and the run stops", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/a.txt"]);
-      await batch.write("new/a.txt", bytes("a"));
+      await writeOne(batch, "new/a.txt", bytes("a"));
       const staged = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
       assert.equal(staged.length, 1);
       // The temporary folder is gone (say, removed by hand): the rename cannot happen.
@@ -174,13 +189,13 @@ describe("filesystem driver: new folders are written whole", () => {
       const outside = path.join(path.dirname(root), "outside");
       await mkdir(outside);
       const batch = await begin(driver, ["new/a/x.txt", "new/b/y.txt"]);
-      await batch.write("new/a/x.txt", bytes("x"));
+      await writeOne(batch, "new/a/x.txt", bytes("x"));
       const staged = (await readdir(root)).find((name) => name.startsWith(TEMP_PREFIX)) as string;
       await rm(path.join(root, staged), { recursive: true });
       await symlink(outside, path.join(root, staged));
       // Where the write would land through the link, had it not been checked.
       await mkdir(path.join(outside, "b"));
-      await assert.rejects(batch.write("new/b/y.txt", bytes("y")));
+      await assert.rejects(writeOne(batch, "new/b/y.txt", bytes("y")));
       assert.deepEqual(await readdir(outside), ["b"]);
       assert.deepEqual(await readdir(path.join(outside, "b")), []);
       await rejectsWithCode(batch.commit(), "storage_error");
@@ -192,9 +207,9 @@ describe("filesystem driver: new folders are written whole", () => {
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/deep/a.txt", "new/b.bin"]);
       await batch.discard();
-      await rejectsWithCode(batch.write("new/deep/a.txt", bytes("a")), "storage_error");
+      await rejectsWithCode(writeOne(batch, "new/deep/a.txt", bytes("a")), "storage_error");
       const large = { type: "bytes" as const, bytes: new Uint8Array(300 * 1024) };
-      await rejectsWithCode(batch.write("new/b.bin", large), "storage_error");
+      await rejectsWithCode(writeOne(batch, "new/b.bin", large), "storage_error");
       assert.deepEqual(await tempPathsUnder(root), []);
       assert.equal(await exists(path.join(root, "new")), false);
     }));
@@ -209,8 +224,8 @@ describe("filesystem driver: new folders are written whole", () => {
       // Nothing was staged, behind the link or anywhere (checked before discard removes anything).
       assert.deepEqual(await readdir(outside), []);
       assert.deepEqual(await tempPathsUnder(root), []);
-      await rejectsWithCode(batch.write("link/new/a.txt", bytes("a")), "unsafe_path");
-      await rejectsWithCode(batch.write("afile/new/b.txt", bytes("b")), "unsafe_path");
+      await rejectsWithCode(writeOne(batch, "link/new/a.txt", bytes("a")), "unsafe_path");
+      await rejectsWithCode(writeOne(batch, "afile/new/b.txt", bytes("b")), "unsafe_path");
       assert.deepEqual(await readdir(outside), []);
       await batch.discard();
       assert.deepEqual(await tempPathsUnder(root), []);
@@ -230,13 +245,36 @@ describe("filesystem driver: new folders are written whole", () => {
       ];
       const batch = await begin(driver, ["new/a.txt", "old/b.txt"]);
       for (const relPath of bad) {
-        await rejectsWithCode(batch.write(relPath, bytes("x")), "unsafe_path");
+        await rejectsWithCode(writeOne(batch, relPath, bytes("x")), "unsafe_path");
       }
-      await batch.write("new/a.txt", bytes("a"));
+      await writeOne(batch, "new/a.txt", bytes("a"));
       await batch.commit();
       assert.deepEqual((await readdir(root)).sort(), ["new", "old"]);
       assert.deepEqual(await readdir(path.join(root, "new")), ["a.txt"]);
       assert.deepEqual(await readdir(path.join(root, "old")), ["keep.txt"]);
+    }));
+
+  it("after a write fails, writeAll starts no other and ends once the started ones have", () =>
+    withRoot(async (root, driver) => {
+      const paths = ["new/a.txt", "new/..", "new/b.txt", "old/c.txt"];
+      const batch = await begin(driver, ["new/a.txt", "new/b.txt", "old/c.txt"]);
+      const written: number[] = [];
+      await rejectsWithCode(
+        batch.writeAll(
+          paths.map((p) => ({ path: p, content: bytes(p) })),
+          (index) => written.push(index),
+        ),
+        "unsafe_path",
+      );
+      assert.deepEqual(written, [0], "the write before the refused one ended and was reported");
+      assert.equal(await readFile(path.join(root, "old", "keep.txt"), "utf8"), "kept\n");
+      assert.equal(
+        await exists(path.join(root, "old", "c.txt")),
+        false,
+        "the writes after it never started",
+      );
+      await batch.commit();
+      assert.deepEqual(await readdir(path.join(root, "new")), ["a.txt"]);
     }));
 
   it("a staged file written a second time (a write thread died after it) is replaced whole", () =>

@@ -26,7 +26,7 @@ import { MAX_ERROR_PATHS } from "../planning/_failures.js";
 import { writesOf } from "../planning/plan-run.js";
 import type { RunPlan } from "../planning/types.js";
 import type { CatalogState } from "../state/types.js";
-import type { DeleteResult, StorageDriver, VersionToken, WriteBatch } from "../storage/driver.js";
+import type { BatchWrite, DeleteResult, StorageDriver, VersionToken } from "../storage/driver.js";
 import { unlessStopped } from "./locks.js";
 import { writeState } from "./root-io.js";
 
@@ -115,41 +115,46 @@ async function writeOutputs(
   plan: RunPlan,
   options: ApplyOptions,
 ): Promise<void> {
-  const writes = alternateDirectories(writesOf(plan.changes));
-  if (writes.length === 0) return;
-  const paths = writes.map((change) => change.output.path);
+  const outputs = alternateDirectories(writesOf(plan.changes).map((change) => change.output));
+  if (outputs.length === 0) return;
+  const writes = outputs.map(batchWriteOf);
+  const written = (index: number) => options.onOutputWritten?.(outputs[index] as PlannedOutput);
   const batch = driver.beginWrites
-    ? await unlessStopped(async () => driver.beginWrites?.(paths))
+    ? await unlessStopped(async () => driver.beginWrites?.(writes.map((write) => write.path)))
     : undefined;
-  // The driver's write returns a token, which an output's record does not use.
-  const writer: { write: (...args: Parameters<WriteBatch["write"]>) => Promise<unknown> } =
-    batch ?? driver;
-  try {
+  if (!batch) {
+    // One driver call per write: over the network each is a request that
+    // costs this thread little next to its round trip (S3).
     await mapLimit(
       writes,
-      async (change) => {
-        const output = change.output;
-        if (output.content.type === "deferred") {
-          // run() renders every deferred output it will write before planning is final.
-          throw new Error(`${output.path}: deferred content reached the executor`);
-        }
-        const content = output.content;
-        await unlessStopped(() =>
-          writer.write(output.path, content, {
-            contentType: output.mediaType,
-            sha256: output.sha256,
-          }),
-        );
-        options.onOutputWritten?.(output);
+      async (write, index) => {
+        await unlessStopped(() => driver.write(write.path, write.content, write.options));
+        written(index);
       },
       { limit: driver.writeConcurrency },
     );
-    if (batch) await unlessStopped(() => batch.commit());
+    return;
+  }
+  try {
+    await unlessStopped(() => batch.writeAll(writes, written));
+    await unlessStopped(() => batch.commit());
   } catch (error) {
-    // mapLimit has let every write in flight end: nothing adds to what this removes.
-    await batch?.discard();
+    // writeAll has let every write it started end: nothing adds to what this removes.
+    await batch.discard();
     throw error;
   }
+}
+
+function batchWriteOf(output: PlannedOutput): BatchWrite {
+  if (output.content.type === "deferred") {
+    // run() renders every deferred output it will write before planning is final.
+    throw new Error(`${output.path}: deferred content reached the executor`);
+  }
+  return {
+    path: output.path,
+    content: output.content,
+    options: { contentType: output.mediaType, sha256: output.sha256 },
+  };
 }
 
 /**

@@ -18,6 +18,7 @@
  */
 import { mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import path from "node:path";
+import { eachLimit } from "../concurrency.js";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
 import { ancestorsOf } from "../paths.js";
@@ -30,9 +31,9 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
-import { type Staged, writeBatched } from "./_fs-write.js";
-import { assertWritesAllowed, writesStopped } from "./_fs-write-pool.js";
-import type { WriteBatch, WriteOptions } from "./driver.js";
+import { type BatchedWrite, type Staged, startBatched } from "./_fs-write.js";
+import { assertWritesAllowed, FS_WRITE_CONCURRENCY, writesStopped } from "./_fs-write-pool.js";
+import type { BatchWrite, WriteBatch, WriteOptions } from "./driver.js";
 
 /** A folder that does not exist yet, and the temporary folder standing in for it. */
 interface StagedFolder {
@@ -63,23 +64,38 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
     const folder = resolveInside(root, entry.staging);
     return { at, absolute, staged: { staging: entry.staging, folder } };
   };
+  /** The write of `relPath`, placed in its folder or its folder's stand-in. */
+  const batched = (
+    relPath: string,
+    content: OutputContent,
+    options: WriteOptions,
+  ): BatchedWrite => {
+    const slash = relPath.lastIndexOf("/");
+    const dir = slash < 0 ? null : relPath.slice(0, slash);
+    let place = places.get(dir);
+    if (place === undefined) {
+      place = placeOf(dir);
+      places.set(dir, place);
+    }
+    const name = relPath.slice(slash + 1);
+    // The folder was checked with its place; the name is left. (The same
+    // check as resolveInside's, which names the whole path in its error.)
+    if (unsafePathProblem(name) !== null) resolveInside(root, relPath);
+    const at = place.at === "" ? name : `${place.at}/${name}`;
+    const target = place.absolute + path.sep + name;
+    return { root, at, target, content, options, staged: place.staged };
+  };
   return {
-    write: async (relPath: string, content: OutputContent, options: WriteOptions = {}) => {
-      const slash = relPath.lastIndexOf("/");
-      const dir = slash < 0 ? null : relPath.slice(0, slash);
-      let place = places.get(dir);
-      if (place === undefined) {
-        place = placeOf(dir);
-        places.set(dir, place);
-      }
-      const name = relPath.slice(slash + 1);
-      // The folder was checked with its place; the name is left. (The same
-      // check as resolveInside's, which names the whole path in its error.)
-      if (unsafePathProblem(name) !== null) resolveInside(root, relPath);
-      const at = place.at === "" ? name : `${place.at}/${name}`;
-      const target = place.absolute + path.sep + name;
-      await writeBatched({ root, at, target, content, options, staged: place.staged });
-    },
+    writeAll: (writes, onWritten) =>
+      eachLimit(
+        writes.length,
+        FS_WRITE_CONCURRENCY,
+        (index, done) => {
+          const { path: relPath, content, options = {} } = writes[index] as BatchWrite;
+          startBatched(batched(relPath, content, options), done);
+        },
+        onWritten,
+      ),
     commit: async () => commit(root, staged),
     discard: async () => discard(root, staged),
   };

@@ -114,10 +114,11 @@ export function batchOf(writes: readonly (SmallWrite & { id: number })[]): Small
 const WARM_UP = 64;
 const MAX_WORKERS = 4;
 
-interface Pending {
-  resolve: (token: VersionToken | null) => void;
-  reject: (error: Error) => void;
-}
+/**
+ * How a write ends: with its token (null when none was asked for), or an
+ * error. A callback, not a promise: see eachLimit (concurrency.ts).
+ */
+export type WriteDone = (error: Error | null, token: VersionToken | null) => void;
 
 interface PoolWorker {
   worker: Worker;
@@ -168,9 +169,10 @@ function directoryHash(relPath: string): number {
 
 class WritePool {
   readonly #workers: PoolWorker[] = [];
-  readonly #pending = new Map<number, Pending>();
+  readonly #pending = new Map<number, WriteDone>();
   #nextId = 0;
   #broken = false;
+  #mostInFlight = 0;
 
   readonly #maxBatch: number;
 
@@ -187,18 +189,30 @@ class WritePool {
     return this.#broken ? 0 : this.#workers.length;
   }
 
-  write(request: SmallWrite): Promise<VersionToken | null> {
-    if (this.#broken) return Promise.reject(new PoolUnavailable());
+  /** The most writes sent to the pool and not ended at once, so far. */
+  get mostInFlight(): number {
+    return this.#mostInFlight;
+  }
+
+  /**
+   * Send `request` to the write thread of its folder; `done` is called once,
+   * later (never before this returns). A PoolUnavailable error hands the
+   * write back: the caller does it on this thread.
+   */
+  submit(request: SmallWrite, done: WriteDone): void {
+    if (this.#broken) {
+      queueMicrotask(() => done(new PoolUnavailable(), null));
+      return;
+    }
     const target = this.#workers[
       directoryHash(request.relPath) % this.#workers.length
     ] as PoolWorker;
     const id = this.#nextId++;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      if (target.inFlight++ === 0) target.worker.ref();
-      target.outbox.push({ id, ...request });
-      this.#scheduleSend(target);
-    });
+    this.#pending.set(id, done);
+    if (this.#pending.size > this.#mostInFlight) this.#mostInFlight = this.#pending.size;
+    if (target.inFlight++ === 0) target.worker.ref();
+    target.outbox.push({ id, ...request });
+    this.#scheduleSend(target);
   }
 
   /**
@@ -245,10 +259,13 @@ class WritePool {
     // A worker that dies takes no write down with it: the caller redoes its
     // writes in-thread (each is atomic, so a half-done one left only a temp
     // file, as a crash would).
+    // The pool breaks before any write is handed back: a caller that writes
+    // it on this thread at once and asks for the next must find it broken.
     const died = () => {
-      this.#handBack(entry.sent.flat());
+      const ids = entry.sent.flat();
       entry.sent = [];
       this.#break();
+      this.#handBack(ids);
     };
     entry.worker.on("error", died);
     entry.worker.on("exit", died);
@@ -256,8 +273,9 @@ class WritePool {
     // thread (same bytes, atomic), while the worker, alive, finishes the batch
     // it may have started next before it ends.
     entry.worker.on("messageerror", () => {
-      this.#handBack(entry.sent.shift() ?? []);
+      const ids = entry.sent.shift() ?? [];
       this.#break();
+      this.#handBack(ids);
       this.#retireIfIdle(entry);
     });
     return entry;
@@ -268,26 +286,27 @@ class WritePool {
     // never counted down, so a worker may stay referenced after the pool
     // broke: the pool ends every worker once it has no batch left (#break).
     if (--entry.inFlight === 0) entry.worker.unref();
-    const pending = this.#pending.get(answer.id);
-    if (!pending) return;
+    const done = this.#pending.get(answer.id);
+    if (!done) return;
     this.#pending.delete(answer.id);
     if (!("error" in answer)) {
-      pending.resolve(answer.token ?? null);
+      done(null, answer.token ?? null);
       return;
     }
     const { code, message, paths } = answer.error;
-    pending.reject(
+    done(
       code === undefined ? new Error(message) : new DistributorError(code, message, { paths }),
+      null,
     );
   }
 
-  /** Reject these writes with PoolUnavailable: their callers write them on this thread. */
+  /** End these writes with PoolUnavailable: their callers write them on this thread. */
   #handBack(ids: readonly number[]): void {
     for (const id of ids) {
-      const pending = this.#pending.get(id);
-      if (pending === undefined) continue;
+      const done = this.#pending.get(id);
+      if (done === undefined) continue;
       this.#pending.delete(id);
-      pending.reject(new PoolUnavailable());
+      done(new PoolUnavailable(), null);
     }
   }
 
@@ -303,8 +322,9 @@ class WritePool {
     if (this.#broken) return;
     this.#broken = true;
     for (const entry of this.#workers) {
-      this.#handBack(entry.outbox.map(({ id }) => id));
+      const ids = entry.outbox.map(({ id }) => id);
       entry.outbox = [];
+      this.#handBack(ids);
       this.#retireIfIdle(entry);
     }
   }
@@ -318,9 +338,9 @@ class WritePool {
   async stop(): Promise<void> {
     this.#broken = true;
     await Promise.allSettled(this.#workers.map(({ worker }) => worker.terminate()));
-    for (const [id, pending] of this.#pending) {
+    for (const [id, done] of this.#pending) {
       this.#pending.delete(id);
-      pending.reject(stoppedError());
+      done(stoppedError(), null);
     }
   }
 }
@@ -378,4 +398,9 @@ export function writePool(): WritePool | null {
 /** Workers now taking small writes (0: all in-thread so far); for tests and diagnostics. */
 export function writePoolSize(): number {
   return pool?.size ?? 0;
+}
+
+/** The most small writes the pool had at once (0: no pool yet); for tests and diagnostics. */
+export function writePoolMostInFlight(): number {
+  return pool?.mostInFlight ?? 0;
 }

@@ -31,6 +31,7 @@ import {
   assertWritesAllowed,
   PoolUnavailable,
   type SmallWrite,
+  type WriteDone,
   writePool,
 } from "./_fs-write-pool.js";
 import { copyVerified, readVerifiedSync } from "./_source-read.js";
@@ -55,27 +56,33 @@ export function tokenOf(stats: Pick<Stats, "mtimeMs" | "size" | "ino">): Version
  * atomically with it: on a filesystem the root's lock is what keeps writers
  * apart.
  */
-export async function writeAtomic(
+export function writeAtomic(
   root: string,
   relPath: string,
   options: { content: OutputContent } & WriteOptions,
 ): Promise<VersionToken> {
-  const target = resolveInside(root, relPath);
-  const write = { root, at: relPath, target, content: options.content, options };
-  return (await writeTo(write, true)) as VersionToken;
+  return new Promise((resolve, reject) => {
+    const target = resolveInside(root, relPath);
+    const write = { root, at: relPath, target, content: options.content, options };
+    startWrite(write, true, (error, token) => {
+      if (error) reject(error);
+      else resolve(token as VersionToken);
+    });
+  });
 }
 
 /**
- * writeAtomic for a write batch (WriteBatch.write, _fs-staging.ts), which
- * returns no token: the executor records an output by its digest, and the
- * stat that makes a token was 100,000 system calls of a fresh publish of the
- * benchmark's C.
+ * Start one write of a batch (WriteBatch.writeAll, _fs-staging.ts); `done`
+ * is called once it has ended, maybe before this returns (a write done on
+ * this thread). No token: the executor records an output by its digest, and
+ * the stat that makes a token was 100,000 system calls of a fresh publish of
+ * the benchmark's C. Throws only when writing has stopped.
  */
-export async function writeBatched(write: BatchedWrite): Promise<void> {
-  await writeTo(write, false);
+export function startBatched(write: BatchedWrite, done: (error: Error | null) => void): void {
+  startWrite(write, false, done);
 }
 
-/** A write of a batch: see writeBatched. */
+/** A write of a batch: see startBatched. */
 export interface BatchedWrite {
   root: string;
   /** The path under the root: the staged path when staged. */
@@ -101,7 +108,7 @@ export interface Staged {
   folder: string;
 }
 
-async function writeTo(write: BatchedWrite, token: boolean): Promise<VersionToken | null> {
+function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void {
   const { root, at, target, content, options, staged } = write;
   assertWritesAllowed();
   if (options.durable !== true && options.ifMatch === undefined && isSmall(content)) {
@@ -116,9 +123,17 @@ async function writeTo(write: BatchedWrite, token: boolean): Promise<VersionToke
     };
     if (staged) request.staging = staged.staging;
     if (token) request.token = true;
-    return writeSmall(request);
+    writeSmall(request, done);
+    return;
   }
-  return largeWrites(() => writeLarge(root, at, target, { ...options, content, staged }));
+  largeWrites(() => writeLarge(root, at, target, { ...options, content, staged })).then(
+    (newToken) => done(null, newToken),
+    (error) => done(asError(error), null),
+  );
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 /**
@@ -236,18 +251,30 @@ function isSmall(content: OutputContent): boolean {
 }
 
 /** A small write on a pool worker when there is one (_fs-write-pool.ts), else here. */
-async function writeSmall(request: SmallWrite): Promise<VersionToken | null> {
+function writeSmall(request: SmallWrite, done: WriteDone): void {
   const pool = writePool();
-  if (pool) {
-    try {
-      return await pool.write(request);
-    } catch (error) {
-      if (!(error instanceof PoolUnavailable)) throw error;
-    }
+  if (!pool) {
+    writeHere(request, done);
+    return;
   }
-  // The pool may have been stopped by a signal while this write waited on it.
-  assertWritesAllowed();
-  return writeSmallSync(request.root, request.relPath, request, undefined);
+  pool.submit(request, (error, token) => {
+    if (error instanceof PoolUnavailable) writeHere(request, done);
+    else done(error, token);
+  });
+}
+
+/** A small write on this thread; it ends through `done`, before this returns. */
+function writeHere(request: SmallWrite, done: WriteDone): void {
+  let token: VersionToken | null;
+  try {
+    // The pool may have been stopped by a signal while this write waited on it.
+    assertWritesAllowed();
+    token = writeSmallSync(request.root, request.relPath, request, undefined);
+  } catch (error) {
+    done(asError(error), null);
+    return;
+  }
+  done(null, token);
 }
 
 /**

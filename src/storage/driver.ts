@@ -48,6 +48,13 @@ export interface WriteOptions {
   durable?: boolean;
 }
 
+/** One write of a batch (WriteBatch.writeAll). */
+export interface BatchWrite {
+  path: string;
+  content: OutputContent;
+  options?: WriteOptions;
+}
+
 /**
  * The writes of one apply's outputs, begun together (StorageDriver.beginWrites).
  * Each write is atomic as `StorageDriver.write` is; the batch may keep some
@@ -55,11 +62,17 @@ export interface WriteOptions {
  */
 export interface WriteBatch {
   /**
-   * `StorageDriver.write` for one of the paths the batch was begun with,
-   * without the token: the executor records an output by its digest, and
-   * making a token can cost a system call per file (a filesystem's stat).
+   * `StorageDriver.write` for each of `writes`, whose paths the batch was
+   * begun with, as many at once as the driver's own parallelism takes, and
+   * `onWritten(index)` as each ends. No token: the executor records an
+   * output by its digest, and making a token can cost a system call per
+   * file (a filesystem's stat). After the first failure no new write
+   * starts, and the call rejects with it once the writes started have
+   * ended. One call for all of them, not a call per write: a promise per
+   * write cost the calling thread more than handing the writes out
+   * (docs/performance.md, item 58).
    */
-  write(path: string, content: OutputContent, options?: WriteOptions): Promise<void>;
+  writeAll(writes: readonly BatchWrite[], onWritten?: (index: number) => void): Promise<void>;
   /** Put every write of the batch in place. Call once, after all of them succeeded. */
   commit(): Promise<void>;
   /**
