@@ -5,6 +5,8 @@ import {
   type Row,
   ratioDigits,
   ratioMet,
+  redoneNote,
+  roundStolen,
   roundsNote,
   spreadNote,
   stealNote,
@@ -107,4 +109,23 @@ test("stealNote: a note when either side lost 3 % of its median wall time or mor
   );
   assert.equal(stealNote({ seconds: [4], steal: [0.11] }, calm), null, "2.75 % is under the line");
   assert.equal(stealNote({ seconds: [2], steal: [] }, hit), null, "unknown on one side");
+});
+
+test("roundStolen: a round is redone when one sample lost 5 % of its wall time or more", () => {
+  const calm = { seconds: 5, steal: 0.05 };
+  assert.equal(roundStolen([calm, calm]), false, "1 % on both sides");
+  assert.equal(roundStolen([calm, { seconds: 5, steal: 0.25 }]), true, "5 % on the anchor's side");
+  assert.equal(roundStolen([{ seconds: 8.1, steal: 1.62 }, calm]), true, "20 % on the subject's");
+  assert.equal(roundStolen([{ seconds: 5, steal: 0.24 }, calm]), false, "4.8 % is under the line");
+  assert.equal(roundStolen([{ seconds: 5, steal: null }, calm]), false, "unknown counts as calm");
+  assert.equal(roundStolen([]), false);
+});
+
+test("redoneNote says how many rounds were redone, nothing when none", () => {
+  assert.equal(redoneNote(0), null);
+  assert.equal(
+    redoneNote(1),
+    "1 round redone: the host took 5 % or more of a sample's time (their samples are in the JSON)",
+  );
+  assert.match(redoneNote(3) ?? "", /^3 rounds redone: /);
 });

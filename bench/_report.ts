@@ -29,6 +29,16 @@ export interface Row {
     /** CPU seconds the host took from this VM during each sample (steal), when /proc tells. */
     distributorSteal: number[];
     anchorSteal: number[];
+    /**
+     * The rounds redone because the host took too much of them (roundStolen):
+     * their samples, left out of the medians. Absent when none was.
+     */
+    redone?: {
+      distributor: number[];
+      anchor: number[];
+      distributorSteal: number[];
+      anchorSteal: number[];
+    };
   };
   notes: string[];
 }
@@ -165,4 +175,33 @@ export function stealNote(subject: StealSamples, anchor: StealSamples): string |
   const share = (side: StealSamples) => median(side.steal) / median(side.seconds);
   if (Math.max(share(subject), share(anchor)) < STEAL_SHARE) return null;
   return `steal ${median(subject.steal).toFixed(2)} s / ${median(anchor.steal).toFixed(2)} s a sample: the host ran other guests on these cores`;
+}
+
+/**
+ * A round is redone when one of its samples lost this share of its wall
+ * time to the host or more (on two cores, 2.5 % of the machine): a sample
+ * of a program that keeps both cores busy then ran on less than the two
+ * cores the issue's targets assume, while a one-thread anchor (`sha256sum`
+ * then `cp -r`) barely notices. On the second Intel machine, in the run
+ * of 02:01 UTC on 2026-12-02, 5a's sample that lost 0.05 s took 5.84 s,
+ * the two that lost 1.5 and 1.6 s took 8.1 and 8.2 s, while the floor's
+ * three took 4.9–5.5 s.
+ */
+export const ROUND_STEAL_SHARE = 0.05;
+
+/** Whether a round's samples say more about the host's other guests than about the contenders. */
+export function roundStolen(round: readonly { seconds: number; steal: number | null }[]): boolean {
+  return round.some(
+    (sample) =>
+      sample.steal !== null &&
+      sample.seconds > 0 &&
+      sample.steal / sample.seconds >= ROUND_STEAL_SHARE,
+  );
+}
+
+/** The note of a row whose case redid rounds (see roundStolen); null when none was. */
+export function redoneNote(rounds: number): string | null {
+  if (rounds === 0) return null;
+  const what = rounds === 1 ? "1 round" : `${rounds} rounds`;
+  return `${what} redone: the host took ${ROUND_STEAL_SHARE * 100} % or more of a sample's time (their samples are in the JSON)`;
 }
