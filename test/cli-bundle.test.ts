@@ -157,24 +157,18 @@ describe("the CLI bundle (dist/cli)", () => {
 
   it("writes a batch on a bundled write worker", async () => {
     const root = path.join(dir, "root");
-    const write = (id: number, name: string, token: boolean) => ({
-      id,
+    const write = (name: string, token: boolean) => ({
       root,
       relPath: `docs/${name}`,
       target: path.join(root, "docs", name),
       content: { type: "bytes" as const, bytes: Buffer.from(`${name} written by the bundle\n`) },
       ...(token ? { token: true as const } : {}),
     });
-    const batch: SmallWriteBatch = batchOf([write(7, "a.txt", true), write(8, "b.txt", false)]);
+    const batch: SmallWriteBatch = batchOf([write("a.txt", true), write("b.txt", false)]);
     const answers = (await askWorker("_fs-write-worker.js", batch)) as SmallWriteAnswers;
-    assert.deepEqual(
-      answers.map((answer) => [answer.id, "token" in answer]),
-      [
-        [7, true],
-        [8, false],
-      ],
-      "a token only where asked for",
-    );
+    assert.equal(answers.length, 2, "one answer per write, in order");
+    assert.equal(typeof answers[0], "string", "a token where asked for");
+    assert.equal(answers[1], null, "none where not");
     for (const name of ["a.txt", "b.txt"]) {
       const written = await readFile(path.join(root, "docs", name), "utf8");
       assert.equal(written, `${name} written by the bundle\n`);

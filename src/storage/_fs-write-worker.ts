@@ -14,13 +14,11 @@ import {
   writesOf,
 } from "./_fs-write-pool.js";
 
-function answerTo(request: SmallWrite & { id: number }, checked: Set<string>): SmallWriteAnswer {
+function answerTo(request: SmallWrite, checked: Set<string>): SmallWriteAnswer {
   try {
-    const token = writeSmallSync(request.root, request.relPath, request, checked);
-    return token === null ? { id: request.id } : { id: request.id, token };
+    return writeSmallSync(request.root, request.relPath, request, checked);
   } catch (error) {
     return {
-      id: request.id,
       error:
         error instanceof DistributorError
           ? { code: error.code, message: error.message, paths: error.paths }
