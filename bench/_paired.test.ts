@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type Pair, pairedSummary, summaryLine } from "./_paired.js";
+import { calmPairs, type Pair, pairedSummary, summaryLine } from "./_paired.js";
 
 const pair = (
   a: number,
@@ -40,4 +40,13 @@ test("the summary line names the faster side and each side's counts", () => {
   assert.match(line, /CPU A 2\.950 s, B 3\.250 s, B − A \+0\.300 s \(A used less in 2 of 2\)/);
   assert.match(summaryLine(pairedSummary([pair(2, 1)])), /B faster by 1\.000 s/);
   assert.match(summaryLine(pairedSummary([pair(1, 1)])), /no median difference over 1 pairs/);
+});
+
+test("calmPairs keeps the pairs in which neither side lost 5 % of its time to the host", () => {
+  const side = (seconds: number, steal: number | null) => ({ seconds, cpuSeconds: null, steal });
+  const calm = { a: side(6.2, 0.01), b: side(6.6, 0.1) };
+  const stolenA = { a: side(8.1, 1.6), b: side(6.0, 0.05) };
+  const stolenB = { a: side(6.3, 0.1), b: side(7.0, 0.4) };
+  const unknown = { a: side(6.4, null), b: side(6.5, null) };
+  assert.deepEqual(calmPairs([calm, stolenA, stolenB, unknown]), [calm, unknown]);
 });

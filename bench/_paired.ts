@@ -5,6 +5,7 @@
  * two separate medians alone (docs/performance.md, "Comparing two builds").
  */
 import { median } from "./_measure.js";
+import { roundStolen } from "./_report.js";
 
 /** One pair: each side's wall seconds and CPU seconds (null without GNU time). */
 export interface Pair {
@@ -63,4 +64,20 @@ export function summaryLine(summary: PairedSummary): string {
     line += `; CPU A ${s(cpu.medianA)}, B ${s(cpu.medianB)}, B − A ${cpu.medianDifference >= 0 ? "+" : "−"}${s(Math.abs(cpu.medianDifference))} (A used less in ${cpu.aLess} of ${pairs})`;
   }
   return line;
+}
+
+/** A pair whose sides also know what the host took meanwhile (steal; null when unknown). */
+export interface StealPair {
+  a: Pair["a"] & { steal: number | null };
+  b: Pair["b"] & { steal: number | null };
+}
+
+/**
+ * The pairs in which the host took less than ROUND_STEAL_SHARE of either
+ * side's time: the ones the benchmark would have kept (roundStolen). On a
+ * busy host their summary is the one to read, since steal slows the two
+ * builds unevenly.
+ */
+export function calmPairs<T extends StealPair>(pairs: readonly T[]): T[] {
+  return pairs.filter((pair) => !roundStolen([pair.a, pair.b]));
 }

@@ -15,7 +15,9 @@
  * Each side is this checkout, run by the Node.js running this script, unless
  * `--a-build` / `--b-build` (a checkout with `npm run build` done),
  * `--a-node` / `--b-node` or `--a-flags=` / `--b-flags=` (Node.js options,
- * space-separated) say otherwise.
+ * space-separated) say otherwise. When the host took 5 % or more of a side's
+ * time in some pairs and not in others, a second summary covers the calm
+ * pairs alone (calmPairs).
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -23,7 +25,8 @@ import { parseArgs } from "node:util";
 import { allCases } from "./_cases.js";
 import type { BenchCase } from "./_kit.js";
 import { flushDisks, measure, stealMeter, warmPageCache } from "./_measure.js";
-import { type Pair, pairedSummary, summaryLine } from "./_paired.js";
+import { calmPairs, pairedSummary, summaryLine } from "./_paired.js";
+import { ROUND_STEAL_SHARE } from "./_report.js";
 import { describeSide, type Side, sideCommand, sideOf } from "./_sides.js";
 import { emptyTrash } from "./_trash.js";
 import { DEFAULT_SEED } from "./workload.js";
@@ -112,7 +115,7 @@ async function main(): Promise<void> {
     // A warm-up each: the first run after a build pays for cold caches.
     await sample(bench, a, notes);
     await sample(bench, b, notes);
-    const results: Pair[] = [];
+    const results: Record<"a" | "b", Timed>[] = [];
     for (let index = 0; index < pairs; index++) {
       const order: ("a" | "b")[] = index % 2 === 0 ? ["a", "b"] : ["b", "a"];
       const pair: Partial<Record<"a" | "b", Timed>> = {};
@@ -124,6 +127,12 @@ async function main(): Promise<void> {
       );
     }
     console.log(summaryLine(pairedSummary(results)));
+    const calm = calmPairs(results);
+    if (calm.length > 0 && calm.length < results.length) {
+      console.log(
+        `calm pairs only (the host took under ${ROUND_STEAL_SHARE * 100} % of either side's time in ${calm.length}): ${summaryLine(pairedSummary(calm))}`,
+      );
+    }
     const steal = stolen();
     if (steal !== null) {
       console.log(`steal: the host took ${steal.toFixed(1)} s of CPU from this VM meanwhile`);
