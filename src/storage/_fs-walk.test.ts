@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
@@ -32,6 +32,36 @@ describe("shared walks", () => {
       for (const helpers of [1, 2, 3])
         assert.deepEqual(await walkTreeOffThread(root, helpers), plain);
     }
+  });
+
+  it("every walk lists empty folders and links, never descends a link, and sorts", async () => {
+    const root = await tree(["a/b/c/deep.txt", "a/b/file.txt", "m/n.txt", "z.txt"]);
+    await mkdir(path.join(root, "a/b/empty"));
+    await mkdir(path.join(root, "e"));
+    await symlink("a", path.join(root, "link"));
+    await symlink("../z.txt", path.join(root, "a/lz"));
+    const plain = await walkTree(root);
+    assert.deepEqual(
+      plain.map((entry) => [entry.path, entry.type]),
+      [
+        ["a/b/c/deep.txt", "file"],
+        ["a/b/empty", "directory"],
+        ["a/b/file.txt", "file"],
+        ["a/lz", "symlink"],
+        ["e", "directory"],
+        ["link", "symlink"],
+        ["m/n.txt", "file"],
+        ["z.txt", "file"],
+      ],
+    );
+    // Each file holds its own path (see tree).
+    assert.equal(plain[0]?.size, "a/b/c/deep.txt".length);
+    for (const helpers of [1, 2]) assert.deepEqual(await walkTreeOffThread(root, helpers), plain);
+    const subtrees = walkShareSync({ root, leaves: ["z.txt"], dirs: ["a", "m"] });
+    assert.deepEqual(
+      subtrees.entries,
+      plain.filter((entry) => !["e", "link"].includes(entry.path)),
+    );
   });
 
   it("a thread takes only what the others have not claimed", async () => {

@@ -1,11 +1,12 @@
 /**
- * The filesystem listing: one breadth-first walk of the root. Directory entries
- * give the type for free; only non-directories need an lstat (for the size).
- * Those lstats are synchronous, one directory at a time: they are served from
- * the kernel's inode cache, and measured on 100k files a synchronous lstat is
- * about five times faster than one sent through libuv's thread pool. The event
- * loop still runs between directories (readdir stays asynchronous).
- * Symlinks are reported and never descended.
+ * The filesystem listing: one walk of the root (level by level in walkTree,
+ * from a stack of folders on each thread of a shared walk), sorted at the
+ * end. Directory entries give the type for free; only non-directories need
+ * an lstat (for the size). Those lstats are synchronous, one directory at a
+ * time: they are served from the kernel's inode cache, and measured on 100k
+ * files a synchronous lstat is about five times faster than one sent through
+ * libuv's thread pool. The event loop still runs between directories
+ * (readdir stays asynchronous). Symlinks are reported and never descended.
  */
 import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
@@ -26,11 +27,6 @@ import type { StorageEntry } from "./driver.js";
 
 const DIR_CONCURRENCY = 8;
 
-interface DirListing {
-  dirs: string[];
-  entries: StorageEntry[];
-}
-
 /**
  * Every non-directory under `root` with its relative `/` path, sorted by UTF-8
  * bytes (the order S3 lists in). A missing root lists as empty. Entries that
@@ -40,11 +36,13 @@ export async function walkTree(root: string): Promise<StorageEntry[]> {
   const entries: StorageEntry[] = [];
   let level = [""];
   while (level.length > 0) {
-    const listings = await mapLimit(level, (dir) => readDirectory(root, dir), {
+    const next: string[] = [];
+    // Each folder's subfolders and entries go straight into `next` and
+    // `entries`, in whatever order the reads end: the entries are sorted below.
+    await mapLimit(level, (dir) => readDirectoryInto(root, dir, next, entries), {
       limit: DIR_CONCURRENCY,
     });
-    for (const listing of listings) for (const entry of listing.entries) entries.push(entry);
-    level = listings.flatMap((listing) => listing.dirs);
+    level = next;
   }
   return sortByUtf8Path(entries);
 }
@@ -71,13 +69,23 @@ export interface WalkPart {
   done: number[];
 }
 
-/** Every non-directory under the directories `dirs`, appended to `entries`. */
+/**
+ * Every non-directory under the directories `dirs`, appended to `entries`
+ * (in no particular order: each share is sorted once at its end).
+ *
+ * One stack of folders still to read, and every entry pushed straight into
+ * `entries`: the same two arrays all the way through. The level-by-level walk
+ * this replaced built each level's arrays with `map` and `flatMap`, whose
+ * differing element kinds made V8 throw this loop's optimized code away
+ * ("wrong map") and compile it again, up to 11 times in one unchanged rerun
+ * of C, each compile 50-100 ms on a compiler thread that competes with the
+ * walk for the same two cores (docs/performance.md, item 60).
+ */
 function walkDirsSync(root: string, dirs: readonly string[], entries: StorageEntry[]): void {
-  let level = dirs;
-  while (level.length > 0) {
-    const listings = level.map((dir) => readDirectorySync(root, dir));
-    for (const listing of listings) for (const entry of listing.entries) entries.push(entry);
-    level = listings.flatMap((listing) => listing.dirs);
+  const pending: string[] = [];
+  for (const dir of dirs) pending.push(dir);
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    listInto(root, dir, direntsSync(root, dir), pending, entries);
   }
 }
 
@@ -144,7 +152,7 @@ function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: str
     const next: string[] = [];
     for (const dir of level) {
       const dirents = direntsSync(root, dir);
-      // An empty directory is a leaf: its lstat lists it (see listingOf).
+      // An empty directory is a leaf: its lstat lists it (see listInto).
       if (dirents.length === 0 && dir !== "") leaves.push(dir);
       for (const dirent of dirents) {
         const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
@@ -314,18 +322,21 @@ function sortByUtf8Path(entries: StorageEntry[]): StorageEntry[] {
   return keyed.map(({ entry }) => entry);
 }
 
-async function readDirectory(root: string, dir: string): Promise<DirListing> {
+/** Read `dir` and add its subfolders to `dirs` and everything else in it to `entries`. */
+async function readDirectoryInto(
+  root: string,
+  dir: string,
+  dirs: string[],
+  entries: StorageEntry[],
+): Promise<void> {
   let dirents: Dirent[];
   try {
     dirents = await readdir(dir === "" ? root : path.join(root, dir), { withFileTypes: true });
   } catch (error) {
-    return unreadableDirectory(root, dir, error);
+    unreadableDirectory(root, dir, error); // throws unless the directory is gone
+    return;
   }
-  return listingOf(root, dir, dirents);
-}
-
-function readDirectorySync(root: string, dir: string): DirListing {
-  return listingOf(root, dir, direntsSync(root, dir));
+  listInto(root, dir, dirents, dirs, entries);
 }
 
 /** The entries of `dir`; none for a directory that is gone (see unreadableDirectory). */
@@ -339,29 +350,32 @@ function direntsSync(root: string, dir: string): Dirent[] {
 }
 
 /** A missing root lists as empty; a subdirectory removed mid-walk has nothing left to list. */
-function unreadableDirectory(root: string, dir: string, error: unknown): DirListing {
+function unreadableDirectory(root: string, dir: string, error: unknown): void {
   const code = errnoCode(error);
-  if (code === "ENOENT" || (dir !== "" && code === "ENOTDIR")) return { dirs: [], entries: [] };
+  if (code === "ENOENT" || (dir !== "" && code === "ENOTDIR")) return;
   throw storageError("list", { root, relPath: dir, error });
 }
 
-function listingOf(root: string, dir: string, dirents: readonly Dirent[]): DirListing {
-  const listing: DirListing = { dirs: [], entries: [] };
+/** Add the subfolders among `dirents` (those of `dir`) to `dirs`, and everything else to `entries`. */
+function listInto(
+  root: string,
+  dir: string,
+  dirents: readonly Dirent[],
+  dirs: string[],
+  entries: StorageEntry[],
+): void {
   // An empty directory is listed itself: nothing under it would show it, and a
   // planned file cannot be written where it is.
-  if (dirents.length === 0 && dir !== "") {
-    listing.entries.push({ path: dir, size: 0, type: "directory" });
-  }
+  if (dirents.length === 0 && dir !== "") entries.push({ path: dir, size: 0, type: "directory" });
   for (const dirent of dirents) {
     const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
     // isDirectory() is false for a symlink to a directory, so links are never descended.
-    if (dirent.isDirectory()) listing.dirs.push(relPath);
+    if (dirent.isDirectory()) dirs.push(relPath);
     else {
       const entry = statLeaf(root, relPath);
-      if (entry !== null) listing.entries.push(entry);
+      if (entry !== null) entries.push(entry);
     }
   }
-  return listing;
 }
 
 function statLeaf(root: string, relPath: string): StorageEntry | null {
