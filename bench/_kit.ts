@@ -20,6 +20,13 @@ export interface Contender {
   value?: (sample: Sample) => number;
   /** A command that must be installed; when missing the row says so. */
   requires?: string;
+  /**
+   * A floor program (bench/publish-floor.ts, bench/rerun-floor.ts): less work
+   * than the contract asks, so no implementation of distributor can beat it.
+   * The case's rows with a target then also say how it fares against their
+   * anchor (floorNote).
+   */
+  floor?: true;
 }
 
 export interface Comparison {
@@ -133,6 +140,7 @@ export function hashContender(source: () => string): Contender {
 export function rerunFloorContender(source: () => string, root: string): Contender {
   return {
     label: "least work on Node.js (bench/rerun-floor.ts)",
+    floor: true,
     command: () => ({
       cmd: process.execPath,
       args: [path.join(REPO_ROOT, "dist/bench/rerun-floor.js"), source(), root],
@@ -176,6 +184,7 @@ function floorReport<T>(sample: Sample, judge: (report: T) => string | null): st
 export function publishFloorContender(source: () => string, target: string): Contender {
   return {
     label: "least work on Node.js (bench/publish-floor.ts)",
+    floor: true,
     before: () => setAside(target),
     command: () => ({
       cmd: process.execPath,

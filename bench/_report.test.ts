@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  floorNote,
   markdownTable,
   type Row,
   ratioDigits,
@@ -94,6 +95,31 @@ test("roundsNote: the rounds' ratios when they tell another story than the media
   );
   assert.equal(roundsNote([1], [1], { ratioMax: 1.2 }), null, "one round");
   assert.equal(roundsNote([1, 2], [], { ratioMax: 1.2 }), null, "no anchor samples");
+});
+
+test("floorNote: how the floor program fares against a row's anchor, in the same rounds", () => {
+  // 5b at 05:42 on 2026-12-02: the rerun floor and sha256sum, round by round.
+  const rerunFloor = [2.58, 2.26, 2.69, 2.51, 2.68];
+  const sha256sum = [1.88, 1.92, 2.22, 2.22, 1.89];
+  const against = floorNote(rerunFloor, sha256sum, { ratioMax: 1.3 });
+  assert.equal(against?.ratio.toFixed(3), (2.58 / 1.92).toFixed(3), "median over median");
+  assert.equal(
+    against?.note,
+    "floor program 1.34× this anchor, within the target in 3 of 5 rounds: misses it too",
+  );
+  // Case 1 against rclone at 21:16 on 2026-12-01, where the floor beat rclone.
+  assert.equal(
+    floorNote([1.9, 1.6, 2.2], [2.1, 2.0, 2.0], { ratioMax: 1 })?.note,
+    "floor program 0.95× this anchor, within the target in 2 of 3 rounds",
+  );
+  assert.equal(
+    floorNote([6, 9], [8, 12], { ratioMin: 0.8 })?.note,
+    "floor program 0.75× this anchor, within the target in 0 of 2 rounds: misses it too",
+    "a throughput row: higher is better",
+  );
+  assert.equal(floorNote([1], [1], {}), null, "a context row has no target");
+  assert.equal(floorNote([], [1], { ratioMax: 1 }), null, "no floor samples");
+  assert.equal(floorNote([1], [], { ratioMax: 1 }), null, "no anchor samples");
 });
 
 test("stealNote: a note when either side lost 3 % of its median wall time or more to the host", () => {

@@ -40,6 +40,11 @@ export interface Row {
       anchorSteal: number[];
     };
   };
+  /**
+   * The floor program's median over this row's anchor median (floorNote), in
+   * the rows with a target of a case that has one; absent elsewhere.
+   */
+  floorRatio?: number;
   notes: string[];
 }
 
@@ -145,6 +150,36 @@ export function roundsNote(
   const note = `round by round ${range}, median ${ofRounds.toFixed(2)}×`;
   if (metOnMedians === metByRounds || metOnMedians === null || metByRounds === null) return note;
   return `${note}: ${metOnMedians ? "met on the medians only" : "met round by round only"}`;
+}
+
+/**
+ * How the floor program of the case (a contender doing less than the
+ * contract asks, each part the cheapest way found on Node.js: see
+ * Contender.floor) itself fares against a row's anchor, sampled in the same
+ * rounds: "floor program 1.34× this anchor, within the target in 2 of 5
+ * rounds: misses it too". No implementation of distributor on this runtime
+ * can beat that program, so a target it misses is out of reach in this run,
+ * whatever distributor does; one it meets is not. The issue's done rule
+ * asks, for each unmet target, whether the floor makes it impossible: this
+ * answers that run by run. Null when a side has no samples or the row has
+ * no target.
+ */
+export function floorNote(
+  floor: readonly number[],
+  anchor: readonly number[],
+  bounds: { ratioMin?: number; ratioMax?: number },
+): { ratio: number; note: string } | null {
+  if (floor.length === 0 || anchor.length === 0) return null;
+  const ratio = median(floor) / median(anchor);
+  const met = ratioMet(ratio, bounds);
+  if (met === null) return null;
+  const rounds = Math.min(floor.length, anchor.length);
+  let within = 0;
+  for (let i = 0; i < rounds; i++) {
+    if (ratioMet((floor[i] as number) / (anchor[i] as number), bounds)) within++;
+  }
+  const note = `floor program ${ratio.toFixed(2)}× this anchor, within the target in ${within} of ${rounds} rounds`;
+  return { ratio, note: met ? note : `${note}: misses it too` };
 }
 
 /** Each sample's wall seconds and the CPU seconds the host took meanwhile. */

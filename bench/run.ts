@@ -22,6 +22,7 @@ import {
   warmPageCache,
 } from "./_measure.js";
 import {
+  floorNote,
   markdownTable,
   type Row,
   ratioDigits,
@@ -179,8 +180,17 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     process.stderr.write(`  case ${bench.id}: run ${i}/${runs} done\n`);
   }
   const subject = samples.get(bench.subject) as Samples;
+  const floor = contenders.find((contender) => contender.floor);
   return bench.comparisons.map((comparison) => {
     const row = rowOf(bench, comparison, subject, samples.get(comparison.anchor));
+    const anchor = samples.get(comparison.anchor);
+    if (floor && floor !== comparison.anchor && anchor) {
+      const against = floorNote((samples.get(floor) as Samples).values, anchor.values, comparison);
+      if (against) {
+        row.floorRatio = against.ratio;
+        row.notes.unshift(against.note);
+      }
+    }
     if (redoneRounds === 0) return row;
     const anchorRedone = redone.get(comparison.anchor);
     const subjectRedone = redone.get(bench.subject) as Samples;
