@@ -11,6 +11,7 @@ import {
   roundsNote,
   spreadNote,
   stealNote,
+  verdictLine,
 } from "./_report.js";
 
 test("spreadNote flags samples 1.5x or more apart, and only those", () => {
@@ -154,4 +155,97 @@ test("redoneNote says how many rounds were redone, nothing when none", () => {
     "1 round redone: the host took 5 % or more of a sample's time (their samples are in the JSON)",
   );
   assert.match(redoneNote(3) ?? "", /^3 rounds redone: /);
+});
+
+test("verdictLine: the targets met, and each miss with the floor program's ratio where it missed too", () => {
+  const row = (overrides: Partial<Row>): Row => ({
+    case: "1. M fresh publish",
+    anchor: "floor (sha256sum + cp -r)",
+    unit: "s",
+    distributor: 2,
+    anchorMedian: 2,
+    ratio: 1,
+    target: "≤ 1.25×",
+    met: true,
+    peakRssMb: 100,
+    cpuSeconds: { distributor: null, anchor: null },
+    samples: {
+      distributor: [],
+      anchor: [],
+      distributorCpu: [],
+      anchorCpu: [],
+      distributorServerCpu: [],
+      anchorServerCpu: [],
+      distributorSteal: [],
+      anchorSteal: [],
+    },
+    notes: [],
+    ...overrides,
+  });
+  const rows = [
+    row({}),
+    row({
+      anchor: "rclone copy --checksum",
+      ratio: 1.6,
+      target: "< 1× (aim 0.5×)",
+      met: false,
+      floorRatio: 1.11,
+      floorMet: false,
+    }),
+    row({
+      anchor: "least work on Node.js (bench/publish-floor.ts)",
+      ratio: 1.44,
+      target: "context",
+      met: null,
+    }),
+    row({
+      case: "2. M unchanged rerun",
+      anchor: "rclone sync --checksum (no-op)",
+      ratio: 0.50039,
+      ratioDigits: 3,
+      target: "≤ 0.5×",
+      met: false,
+      floorRatio: 0.4,
+      floorMet: true,
+    }),
+    row({
+      case: "4. L 2 GB fresh publish",
+      ratio: 0.5,
+      target: "≤ 1.2×, RSS ≤ 150 MB",
+      met: false,
+      peakRssMb: 151.2,
+    }),
+    row({
+      case: "5b. C 100k outputs unchanged rerun",
+      anchor: "hashing (sha256sum)",
+      ratio: 1.1,
+      target: "≤ 1.3×",
+      met: false,
+      notes: ["distributor: wrote 3 files"],
+    }),
+    row({
+      case: "6. S to S3",
+      anchor: "rclone copy",
+      ratio: null,
+      distributor: null,
+      target: "≤ 0.7×",
+      met: null,
+    }),
+    row({
+      case: "7. markdown_to_html throughput",
+      anchor: "markdown-it with SPEC §4's GFM syntax",
+      target: "— (context)",
+      met: null,
+    }),
+  ];
+  assert.equal(
+    verdictLine(rows),
+    "targets met: 1 of 6; missed: " +
+      "1 against rclone copy --checksum 1.60× (the floor program too: 1.11×); " +
+      "2 against rclone sync --checksum (no-op) 0.500×; " +
+      "4 against floor (sha256sum + cp -r) 0.50×, peak RSS 151 MB; " +
+      "5b against hashing (sha256sum) 1.10× (a sample did not do what the case claims: see its notes); " +
+      "6 against rclone copy: not run",
+  );
+  assert.equal(verdictLine([row({}), row({ ratio: 0.4 })]), "targets met: 2 of 2");
 });

@@ -45,6 +45,8 @@ export interface Row {
    * the rows with a target of a case that has one; absent elsewhere.
    */
   floorRatio?: number;
+  /** Whether that ratio meets the row's target; absent with floorRatio. */
+  floorMet?: boolean;
   notes: string[];
 }
 
@@ -168,7 +170,7 @@ export function floorNote(
   floor: readonly number[],
   anchor: readonly number[],
   bounds: { ratioMin?: number; ratioMax?: number },
-): { ratio: number; note: string } | null {
+): { ratio: number; met: boolean; note: string } | null {
   if (floor.length === 0 || anchor.length === 0) return null;
   const ratio = median(floor) / median(anchor);
   const met = ratioMet(ratio, bounds);
@@ -179,7 +181,45 @@ export function floorNote(
     if (ratioMet((floor[i] as number) / (anchor[i] as number), bounds)) within++;
   }
   const note = `floor program ${ratio.toFixed(2)}× this anchor, within the target in ${within} of ${rounds} rounds`;
-  return { ratio, note: met ? note : `${note}: misses it too` };
+  return { ratio, met, note: met ? note : `${note}: misses it too` };
+}
+
+/** A row that has a target of issue #5: not a context row. */
+function targeted(row: Row): boolean {
+  return !row.target.includes("context");
+}
+
+/**
+ * The run's verdict in one line, printed under the table: how many targets
+ * were met, and each miss with its ratio and, where the case's floor
+ * program missed the same target, that ratio too (see floorNote). A row
+ * that could not run counts as not met.
+ */
+export function verdictLine(rows: readonly Row[]): string {
+  const withTarget = rows.filter(targeted);
+  const met = withTarget.filter((row) => row.met === true).length;
+  const missed = withTarget
+    .filter((row) => row.met !== true)
+    .map((row) => {
+      const id = row.case.split(".")[0];
+      if (row.ratio === null) return `${id} against ${row.anchor}: not run`;
+      const ratio = `${row.ratio.toFixed(row.ratioDigits ?? 2)}×`;
+      const floor =
+        row.floorMet === false && row.floorRatio !== undefined
+          ? ` (the floor program too: ${row.floorRatio.toFixed(2)}×)`
+          : "";
+      const rss =
+        row.target.includes("RSS") && row.peakRssMb !== null
+          ? `, peak RSS ${row.peakRssMb.toFixed(0)} MB`
+          : "";
+      // run.ts fails a row whose distributor sample did not do what the case claims.
+      const wrong = row.notes.some((note) => note.startsWith("distributor"))
+        ? " (a sample did not do what the case claims: see its notes)"
+        : "";
+      return `${id} against ${row.anchor} ${ratio}${rss}${floor}${wrong}`;
+    });
+  const head = `targets met: ${met} of ${withTarget.length}`;
+  return missed.length === 0 ? head : `${head}; missed: ${missed.join("; ")}`;
 }
 
 /** Each sample's wall seconds and the CPU seconds the host took meanwhile. */

@@ -32,6 +32,7 @@ import {
   roundsNote,
   spreadNote,
   stealNote,
+  verdictLine,
 } from "./_report.js";
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
@@ -188,6 +189,7 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
       const against = floorNote((samples.get(floor) as Samples).values, anchor.values, comparison);
       if (against) {
         row.floorRatio = against.ratio;
+        row.floorMet = against.met;
         row.notes.unshift(against.note);
       }
     }
@@ -327,7 +329,7 @@ async function main(): Promise<void> {
       await bench.teardown?.();
     }
   }
-  const table = markdownTable(rows);
+  const table = `${markdownTable(rows)}\n\n${verdictLine(rows)}`;
   // The CPU's model too: the same VM size has come as Intel and AMD hosts here,
   // and the rows read differently on each (docs/performance.md, "Machine").
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
