@@ -3,6 +3,7 @@ import { test } from "node:test";
 import {
   floorNote,
   markdownTable,
+  noSamples,
   type Row,
   ratioDigits,
   ratioMet,
@@ -169,16 +170,7 @@ test("verdictLine: the targets met, and each miss with the floor program's ratio
     met: true,
     peakRssMb: 100,
     cpuSeconds: { distributor: null, anchor: null },
-    samples: {
-      distributor: [],
-      anchor: [],
-      distributorCpu: [],
-      anchorCpu: [],
-      distributorServerCpu: [],
-      anchorServerCpu: [],
-      distributorSteal: [],
-      anchorSteal: [],
-    },
+    samples: noSamples(),
     notes: [],
     ...overrides,
   });

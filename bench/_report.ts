@@ -50,6 +50,20 @@ export interface Row {
   notes: string[];
 }
 
+/** A row's samples before any were taken (a case that could not run). */
+export function noSamples(): Row["samples"] {
+  return {
+    distributor: [],
+    anchor: [],
+    distributorCpu: [],
+    anchorCpu: [],
+    distributorServerCpu: [],
+    anchorServerCpu: [],
+    distributorSteal: [],
+    anchorSteal: [],
+  };
+}
+
 /** Whether `ratio` meets the bounds; null when it is unknown or there is no bound. */
 export function ratioMet(
   ratio: number | null,

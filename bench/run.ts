@@ -24,6 +24,7 @@ import {
 import {
   floorNote,
   markdownTable,
+  noSamples,
   type Row,
   ratioDigits,
   ratioMet,
@@ -294,16 +295,7 @@ function failedRows(bench: BenchCase, error: unknown): Row[] {
     met: null,
     peakRssMb: null,
     cpuSeconds: { distributor: null, anchor: null },
-    samples: {
-      distributor: [],
-      anchor: [],
-      distributorCpu: [],
-      anchorCpu: [],
-      distributorServerCpu: [],
-      anchorServerCpu: [],
-      distributorSteal: [],
-      anchorSteal: [],
-    },
+    samples: noSamples(),
     notes: [`not run: ${message}`],
   }));
 }
