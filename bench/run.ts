@@ -184,16 +184,9 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
   const subject = samples.get(bench.subject) as Samples;
   const floor = contenders.find((contender) => contender.floor);
   return bench.comparisons.map((comparison) => {
-    const row = rowOf(bench, comparison, subject, samples.get(comparison.anchor));
-    const anchor = samples.get(comparison.anchor);
-    if (floor && floor !== comparison.anchor && anchor) {
-      const against = floorNote((samples.get(floor) as Samples).values, anchor.values, comparison);
-      if (against) {
-        row.floorRatio = against.ratio;
-        row.floorMet = against.met;
-        row.notes.unshift(against.note);
-      }
-    }
+    // The floor program against every anchor but itself.
+    const floorSamples = floor && floor !== comparison.anchor ? samples.get(floor) : undefined;
+    const row = rowOf(bench, comparison, subject, samples.get(comparison.anchor), floorSamples);
     if (redoneRounds === 0) return row;
     const anchorRedone = redone.get(comparison.anchor);
     const subjectRedone = redone.get(bench.subject) as Samples;
@@ -213,12 +206,14 @@ function rowOf(
   comparison: Comparison,
   subject: Samples,
   anchor: Samples | undefined,
+  floor: Samples | undefined,
 ): Row {
   const distributor = median(subject.values);
   const anchorMedian = anchor ? median(anchor.values) : null;
   const ratio = anchorMedian === null ? null : distributor / anchorMedian;
   const peakRssMb = subject.rss.length > 0 ? Math.max(...subject.rss) : null;
-  const notes = [...subject.notes, ...(anchor?.notes ?? [])];
+  const against = floor && anchor ? floorNote(floor.values, anchor.values, comparison) : null;
+  const notes = [...(against ? [against.note] : []), ...subject.notes, ...(anchor?.notes ?? [])];
   if (!anchor) notes.push(`${comparison.anchor.requires} is not installed: anchor skipped`);
   let met = ratioMet(ratio, comparison);
   let target = comparison.target;
@@ -266,6 +261,7 @@ function rowOf(
       distributorSteal: subject.steal,
       anchorSteal: anchor?.steal ?? [],
     },
+    ...(against ? { floorRatio: against.ratio, floorMet: against.met } : {}),
     notes,
   };
 }
