@@ -10,7 +10,13 @@
 import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createS3Driver } from "../src/storage/s3.js";
-import { type BenchCase, distributorRun, renderCacheDir, writeConfig } from "./_kit.js";
+import {
+  type BenchCase,
+  distributorRun,
+  renderCacheDir,
+  s3PublishFloorContender,
+  writeConfig,
+} from "./_kit.js";
 import { processCpuSeconds } from "./_measure.js";
 import { setAside } from "./_trash.js";
 import type { Workload } from "./workload.js";
@@ -59,6 +65,7 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
   const run = `${Date.now()}`;
   let sample = 0;
   let rcloneSample = 0;
+  let floorSample = 0;
   const config = path.join(work, "s3.yaml");
   return {
     id: "6",
@@ -127,6 +134,13 @@ export function s3Case(s: () => Workload, work: string): BenchCase {
         },
         target: "≤ 0.7×",
         ratioMax: 0.7,
+      },
+      {
+        anchor: s3PublishFloorContender(
+          () => s().dir,
+          () => `s3://${BUCKET}/run-${run}/floor-${++floorSample}`,
+        ),
+        target: "context",
       },
     ],
   };

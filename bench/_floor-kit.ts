@@ -1,7 +1,8 @@
 /**
- * What the two floor programs share (bench/rerun-floor.ts and
- * bench/publish-floor.ts): the manifest's field checks, hashing a file in
- * chunks, their worker threads, and their entry point.
+ * What the floor programs share (bench/rerun-floor.ts, bench/publish-floor.ts
+ * and bench/s3-publish-floor.ts): the manifest's field checks, hashing a file
+ * in chunks, the state a publish writes, their worker threads, and their
+ * entry point.
  */
 import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
@@ -64,6 +65,74 @@ export function sha256OfFile(
 
 export function sha256Of(bytes: Uint8Array): string {
   return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/** A bundle's manifest as the floors read it. */
+export interface FloorManifest {
+  id: string;
+  created: string;
+  files: ManifestFile[];
+}
+
+/** A rendered document, as the publish floors write it. */
+export interface FloorPage {
+  path: string;
+  bytes: Buffer;
+  sha256: string;
+}
+
+/**
+ * The records a publish floor's state holds, and its text: SPEC §5's shape,
+ * every output owned by one pipeline and destination, stamped with one time.
+ */
+export function floorCatalog(manifest: FloorManifest, manifestBytes: Buffer) {
+  const now = `${new Date().toISOString().slice(0, 19)}Z`;
+  const source = { id: manifest.id, digest: sha256Of(manifestBytes), created: manifest.created };
+  const owner = { pipeline_id: "bench", destination_id: "out", source };
+  const times = { created_at: now, updated_at: now };
+  return {
+    copy: (file: ManifestFile) => ({
+      path: file.path,
+      ...owner,
+      kind: "source",
+      sha256: file.sha256,
+      size: file.size,
+      ...times,
+    }),
+    page: (page: FloorPage, from: ManifestFile) => ({
+      path: page.path,
+      ...owner,
+      kind: "generated",
+      source_path: from.path,
+      transform: "markdown_to_html",
+      sha256: page.sha256,
+      size: page.bytes.length,
+      ...times,
+    }),
+    /** The state's text, its records sorted by path (sorts `records` in place). */
+    stateText: (records: { path: string }[]) => {
+      records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      const state = {
+        schema_version: 4,
+        distributor_version: "floor",
+        ...times,
+        state: { mode: "catalog" },
+        outputs: records,
+      };
+      return `${JSON.stringify(state, null, 2)}\n`;
+    },
+  };
+}
+
+/** A Markdown file rendered by `md` into a bare HTML document. */
+export function floorPage(
+  md: { render: (text: string) => string },
+  from: ManifestFile,
+  text: Buffer,
+): FloorPage {
+  const body = md.render(text.toString("utf8"));
+  const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
+  return { path: `${from.path.slice(0, -".md".length)}.html`, bytes, sha256: sha256Of(bytes) };
 }
 
 /**

@@ -21,7 +21,8 @@ export interface Contender {
   /** A command that must be installed; when missing the row says so. */
   requires?: string;
   /**
-   * A floor program (bench/publish-floor.ts, bench/rerun-floor.ts): less work
+   * A floor program (bench/publish-floor.ts, bench/rerun-floor.ts,
+   * bench/s3-publish-floor.ts): less work
    * than the contract asks, so no implementation of distributor can beat it.
    * The case's rows with a target then also say how it fares against their
    * anchor (floorNote).
@@ -190,15 +191,44 @@ export function publishFloorContender(source: () => string, target: string): Con
       cmd: process.execPath,
       args: [path.join(REPO_ROOT, "dist/bench/publish-floor.js"), source(), target],
     }),
-    check: (sample) =>
-      floorReport(sample, (report: { outputs?: number; bad?: number }) => {
-        const listed = JSON.parse(readFileSync(path.join(source(), "manifest.json"), "utf8")).files
-          .length as number;
-        return report.bad === 0 && report.outputs === listed
-          ? null
-          : `publish floor wrote ${report.outputs} of ${listed} outputs, ${report.bad} bad`;
-      }),
+    check: publishedAll(source),
   };
+}
+
+/**
+ * The same for a fresh publish to S3 (bench/s3-publish-floor.ts): context for
+ * case 6. `destination()` is a new `s3://bucket/prefix` for each sample; the
+ * server and credentials come from the environment.
+ */
+export function s3PublishFloorContender(
+  source: () => string,
+  destination: () => string,
+): Contender {
+  let next = "";
+  return {
+    label: "least work on Node.js (bench/s3-publish-floor.ts)",
+    floor: true,
+    before: () => {
+      next = destination();
+    },
+    command: () => ({
+      cmd: process.execPath,
+      args: [path.join(REPO_ROOT, "dist/bench/s3-publish-floor.js"), source(), next],
+    }),
+    check: publishedAll(source),
+  };
+}
+
+/** A publish floor's check: it wrote one output per file the bundle lists, none bad. */
+function publishedAll(source: () => string): Contender["check"] {
+  return (sample) =>
+    floorReport(sample, (report: { outputs?: number; bad?: number }) => {
+      const listed = JSON.parse(readFileSync(path.join(source(), "manifest.json"), "utf8")).files
+        .length as number;
+      return report.bad === 0 && report.outputs === listed
+        ? null
+        : `publish floor wrote ${report.outputs} of ${listed} outputs, ${report.bad} bad`;
+    });
 }
 
 /** rclone with no config file, checksums on. */

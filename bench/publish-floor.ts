@@ -42,6 +42,9 @@ import type { Worker } from "node:worker_threads";
 import { createRenderer } from "../src/transform/markdown-to-html.js";
 import {
   ask,
+  type FloorManifest,
+  floorCatalog,
+  floorPage,
   floorWorkers,
   type ManifestFile,
   rejectedFiles,
@@ -152,11 +155,7 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
   try {
     // 1. Verification on the workers; the Markdown read, hashed and rendered here meanwhile.
     const manifestBytes = readFileSync(`${bundle}/manifest.json`);
-    const manifest = JSON.parse(manifestBytes.toString("utf8")) as {
-      id: string;
-      created: string;
-      files: ManifestFile[];
-    };
+    const manifest = JSON.parse(manifestBytes.toString("utf8")) as FloorManifest;
     let bad = rejectedFiles(manifest.files);
     const markdown = manifest.files.filter((file) => file.path.endsWith(".md"));
     const others = manifest.files.filter((file) => !file.path.endsWith(".md"));
@@ -179,29 +178,10 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
     // 2. A state recording the copies, then the copies on the workers while the
     // Markdown renders here. Each state records every path written after it,
     // as the executor's claim does.
-    const now = `${new Date().toISOString().slice(0, 19)}Z`;
-    const source = { id: manifest.id, digest: sha256Of(manifestBytes), created: manifest.created };
-    const owner = { pipeline_id: "bench", destination_id: "out", source };
-    const times = { created_at: now, updated_at: now };
-    const copies = others.map((file) => ({
-      path: file.path,
-      ...owner,
-      kind: "source",
-      sha256: file.sha256,
-      size: file.size,
-      ...times,
-    }));
-    const writeState = (records: { path: string }[]) => {
-      records.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-      const state = {
-        schema_version: 4,
-        distributor_version: "floor",
-        ...times,
-        state: { mode: "catalog" },
-        outputs: records,
-      };
-      writeDurably(root, ".distributor.json", `${JSON.stringify(state, null, 2)}\n`);
-    };
+    const catalog = floorCatalog(manifest, manifestBytes);
+    const copies = others.map(catalog.copy);
+    const writeState = (records: { path: string }[]) =>
+      writeDurably(root, ".distributor.json", catalog.stateText(records));
     mkdirSync(root); // a new root: fails if it exists
     const lock = takeLock(root);
     writeState([...copies]);
@@ -217,23 +197,10 @@ export async function publishFloor(bundle: string, root: string): Promise<Publis
       workers.map((worker) => ask<number>(worker, { write: root } satisfies Job)),
     );
     const md = createRenderer(false);
-    const html = markdown.map((file, i) => {
-      const body = md.render((sources[i] as Buffer).toString("utf8"));
-      const bytes = Buffer.from(`<!doctype html>\n<html><body>\n${body}</body></html>\n`);
-      return { path: `${file.path.slice(0, -".md".length)}.html`, bytes, sha256: sha256Of(bytes) };
-    });
+    const html = markdown.map((file, i) => floorPage(md, file, sources[i] as Buffer));
     const records = [
       ...copies,
-      ...html.map((output, i) => ({
-        path: output.path,
-        ...owner,
-        kind: "generated",
-        source_path: markdown[i]?.path,
-        transform: "markdown_to_html",
-        sha256: output.sha256,
-        size: output.bytes.length,
-        ...times,
-      })),
+      ...html.map((page, i) => catalog.page(page, markdown[i] as ManifestFile)),
     ];
     // 3. The state of every output, then the HTML.
     writeState(records);
