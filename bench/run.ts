@@ -261,7 +261,13 @@ function rowOf(
       distributorSteal: subject.steal,
       anchorSteal: anchor?.steal ?? [],
     },
-    ...(against ? { floorRatio: against.ratio, floorMet: against.met } : {}),
+    ...(against
+      ? {
+          floorRatio: against.ratio,
+          floorMet: against.met,
+          floorRounds: { within: against.within, of: against.rounds },
+        }
+      : {}),
     notes,
   };
 }
