@@ -22,10 +22,10 @@
  * once the PUTs start, the server's as much as the client's
  * (docs/performance.md, case 6).
  *
- * Every request is signed with AWS Signature Version 4 by the few lines below
- * (node:crypto, the signing key derived once), carrying each body's verified
- * SHA-256 as its payload hash, so the server refuses bytes other than the
- * verified ones, as distributor's PUTs do.
+ * Every request is signed with AWS Signature Version 4 by distributor's own
+ * signer for its direct PUTs (src/storage/_s3-sigv4.ts, the cheapest found),
+ * carrying each body's verified SHA-256 as its payload hash, so the server
+ * refuses bytes other than the verified ones, as distributor's PUTs do.
  *
  * Less than the contract asks: no listing of the prefix (it must hold
  * nothing yet), no claim of each output before its PUT beyond the first
@@ -39,9 +39,10 @@
  * us-east-1); a session token is not supported. It prints what it wrote and
  * its phase marks (milliseconds since the process started) as JSON.
  */
-import { createHash, createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http from "node:http";
+import { escapeUriPath } from "@smithy/core/protocols";
+import { S3RequestSigner } from "../src/storage/_s3-sigv4.js";
 import { createRenderer } from "../src/transform/markdown-to-html.js";
 import {
   type FloorManifest,
@@ -75,37 +76,19 @@ export interface S3Target {
 const IN_FLIGHT = 16;
 const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/** A path segment encoded as SigV4's canonical URI wants it (RFC 3986 unreserved kept). */
-function encodeSegment(segment: string): string {
-  return encodeURIComponent(segment).replace(
-    /[!'()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  );
-}
-
 /** Signed requests to one bucket: SigV4 for S3, path-style. */
 export class FloorS3 {
   readonly #target: S3Target;
   readonly #url: URL;
   readonly #agent: http.Agent;
-  readonly #day: string;
-  readonly #scope: string;
-  readonly #signingKey: Buffer;
+  readonly #signer: S3RequestSigner;
 
   constructor(target: S3Target) {
     this.#target = target;
     this.#url = new URL(target.endpoint);
     if (this.#url.protocol !== "http:") throw new Error("the S3 floor speaks plain HTTP only");
     this.#agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-    // One key per day, region and service: derived once for the whole run.
-    this.#day = new Date().toISOString().slice(0, 10).replaceAll("-", "");
-    this.#scope = `${this.#day}/${target.region}/s3/aws4_request`;
-    let key: Buffer = createHmac("sha256", `AWS4${target.secretAccessKey}`)
-      .update(this.#day)
-      .digest();
-    for (const part of [target.region, "s3", "aws4_request"])
-      key = createHmac("sha256", key).update(part).digest();
-    this.#signingKey = key;
+    this.#signer = new S3RequestSigner(target.region);
   }
 
   /** `method` on `<prefix>/<path>`; resolves when the server answered 2xx. */
@@ -115,37 +98,19 @@ export class FloorS3 {
     body?: { bytes: Uint8Array; sha256Hex: string; contentType?: string; ifNoneMatch?: boolean },
   ): Promise<void> {
     const key = this.#target.prefix === "" ? path : `${this.#target.prefix}/${path}`;
-    const uri = `${this.#url.pathname.replace(/\/$/, "")}/${this.#target.bucket}/${key.split("/").map(encodeSegment).join("/")}`;
-    const payload = body?.sha256Hex ?? EMPTY_SHA256;
-    // Seconds-resolution ISO 8601 basic format, as SigV4 wants it.
-    const date = `${new Date().toISOString().slice(0, 19).replace(/[-:]/g, "")}Z`;
-    const canonical = [
-      method,
-      uri,
-      "",
-      `host:${this.#url.host}`,
-      `x-amz-content-sha256:${payload}`,
-      `x-amz-date:${date}`,
-      "",
-      "host;x-amz-content-sha256;x-amz-date",
-      payload,
-    ].join("\n");
-    const toSign = [
-      "AWS4-HMAC-SHA256",
-      date,
-      this.#scope,
-      createHash("sha256").update(canonical).digest("hex"),
-    ].join("\n");
-    const signature = createHmac("sha256", this.#signingKey).update(toSign).digest("hex");
-    const headers: Record<string, string> = {
+    const uri = `${this.#url.pathname.replace(/\/$/, "")}/${this.#target.bucket}/${escapeUriPath(key)}`;
+    const unsigned: Record<string, string> = {
       host: this.#url.host,
-      "x-amz-content-sha256": payload,
-      "x-amz-date": date,
-      authorization: `AWS4-HMAC-SHA256 Credential=${this.#target.accessKeyId}/${this.#scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${signature}`,
+      "x-amz-content-sha256": body?.sha256Hex ?? EMPTY_SHA256,
       "content-length": String(body?.bytes.byteLength ?? 0),
     };
-    if (body?.contentType) headers["content-type"] = body.contentType;
-    if (body?.ifNoneMatch) headers["if-none-match"] = "*";
+    if (body?.contentType) unsigned["content-type"] = body.contentType;
+    if (body?.ifNoneMatch) unsigned["if-none-match"] = "*";
+    const headers = this.#signer.sign(
+      { method, path: uri, headers: unsigned },
+      this.#target,
+      new Date(),
+    );
     return new Promise((resolve, reject) => {
       const request = http.request(
         {
