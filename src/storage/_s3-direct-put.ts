@@ -9,10 +9,10 @@
  * The transport and the signing are our own (_s3-sigv4.ts: the SDK's signer
  * was the largest cost left per request). The bucket's endpoint and signing
  * region come from the SDK's endpoint rules, credentials from the client's
- * provider chain, the clock correction from the client. Failures are raised in the SDK's error
- * shape (`name`, `$metadata.httpStatusCode`), so that retries and messages go
- * through the same classification as every other S3 call (_s3-errors.ts).
- * Conditional writes (state, lock) stay on the SDK.
+ * provider chain, the clock correction from the client. Failures are raised
+ * in the SDK's error shape (`name`, `$metadata.httpStatusCode`), so that
+ * retries and messages go through the same classification as every other S3
+ * call (_s3-errors.ts). Conditional writes (state, lock) stay on the SDK.
  */
 import http from "node:http";
 import https from "node:https";
