@@ -193,12 +193,14 @@ export function floorWorkers(moduleUrl: string): Worker[] {
 export async function runFloorModule<J, R extends { marks: Record<string, number> }>(floorModule: {
   url: string;
   usage: string;
-  runJob: (job: J) => unknown;
+  /** Absent for a floor that starts no worker threads. */
+  runJob?: (job: J) => unknown;
   floor: (bundle: string, root: string) => Promise<R>;
   exitCode?: (report: R) => number;
 }): Promise<void> {
-  if (!isMainThread && (workerData as Record<string, unknown> | null)?.[FLOOR_WORKER]) {
-    parentPort?.on("message", (job: J) => parentPort?.postMessage(floorModule.runJob(job)));
+  const { runJob } = floorModule;
+  if (runJob && !isMainThread && (workerData as Record<string, unknown> | null)?.[FLOOR_WORKER]) {
+    parentPort?.on("message", (job: J) => parentPort?.postMessage(runJob(job)));
     return;
   }
   if (!isMainThread || floorModule.url !== pathToFileURL(process.argv[1] ?? "").href) return;

@@ -22,10 +22,9 @@ export interface Contender {
   requires?: string;
   /**
    * A floor program (bench/publish-floor.ts, bench/rerun-floor.ts,
-   * bench/s3-publish-floor.ts): less work
-   * than the contract asks, so no implementation of distributor can beat it.
-   * The case's rows with a target then also say how it fares against their
-   * anchor (floorNote).
+   * bench/s3-publish-floor.ts): less work than the contract asks, so no
+   * implementation of distributor can beat it. The case's rows with a
+   * target then also say how it fares against their anchor (floorNote).
    */
   floor?: true;
 }

@@ -77,7 +77,7 @@ const IN_FLIGHT = 16;
 const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /** Signed requests to one bucket: SigV4 for S3, path-style. */
-export class FloorS3 {
+class FloorS3 {
   readonly #target: S3Target;
   readonly #url: URL;
   readonly #agent: http.Agent;
@@ -239,9 +239,6 @@ export async function s3PublishFloor(
 await runFloorModule({
   url: import.meta.url,
   usage: "node dist/bench/s3-publish-floor.js <bundle dir> s3://<bucket>/<new prefix>",
-  runJob: () => {
-    throw new Error("the S3 floor has no worker threads");
-  },
   floor: (bundle, destination) => s3PublishFloor(bundle, s3TargetOf(destination, process.env)),
   exitCode: (report) => (report.bad === 0 ? 0 : 1),
 });
