@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { type BenchResults, tally, tallyTable } from "./tally.js";
+
+type ResultRow = BenchResults["rows"][number];
+
+const hashing = (ratio: number, floorRatio: number): ResultRow => ({
+  case: "5b. C 100k outputs unchanged rerun",
+  anchor: "hashing (sha256sum)",
+  ratio,
+  target: "≤ 1.3×",
+  met: ratio <= 1.3,
+  floorRatio,
+  floorMet: floorRatio <= 1.3,
+});
+const vsFloor = (ratio: number): ResultRow => ({
+  case: "5b. C 100k outputs unchanged rerun",
+  anchor: "least work on Node.js (bench/rerun-floor.ts)",
+  ratio,
+  target: "context",
+  met: null,
+});
+const markdown = (ratio: number | null): ResultRow => ({
+  case: "7. markdown_to_html throughput (M's 1,000 .md)",
+  anchor: "bare markdown-it",
+  ratio,
+  target: "≥ 0.8×",
+  met: ratio === null ? null : ratio >= 0.8,
+});
+const run = (...rows: ResultRow[]): BenchResults => ({ machine: "2 CPUs (test)", rows });
+
+describe("tally", () => {
+  test("counts each row's runs and verdicts, with the ranges of every ratio", () => {
+    const rows = tally([
+      run(hashing(1.46, 1.14), vsFloor(1.28), markdown(1.13)),
+      run(hashing(1.27, 1.35), vsFloor(1.2), markdown(0.79)),
+      run(hashing(1.49, 1.21), vsFloor(1.23), markdown(1.37)),
+    ]);
+    assert.deepEqual(rows, [
+      {
+        row: "5b vs hashing (sha256sum)",
+        target: "≤ 1.3×",
+        runs: 3,
+        met: 1,
+        ratio: { min: 1.27, max: 1.49 },
+        floor: { min: 1.14, max: 1.35, runs: 3, met: 2 },
+        vsFloor: { min: 1.2, max: 1.28 },
+      },
+      {
+        row: "7 vs bare markdown-it",
+        target: "≥ 0.8×",
+        runs: 3,
+        met: 2,
+        ratio: { min: 0.79, max: 1.37 },
+        floor: null,
+        vsFloor: null,
+      },
+    ]);
+  });
+
+  test("a run that did not measure a row neither meets nor misses it", () => {
+    const rows = tally([
+      run(hashing(1.46, 1.14), vsFloor(1.28), markdown(null)),
+      run(markdown(1.2)),
+    ]);
+    assert.deepEqual(
+      rows.map((row) => [row.row, row.runs, row.met]),
+      [
+        ["5b vs hashing (sha256sum)", 1, 0],
+        ["7 vs bare markdown-it", 1, 1],
+      ],
+    );
+  });
+
+  test("the table gives one line per row, a single value once", () => {
+    const table = tallyTable(
+      tally([run(hashing(1.46, 1.14), vsFloor(1.28)), run(hashing(1.46, 1.21), vsFloor(1.2))]),
+    );
+    assert.equal(
+      table.split("\n")[2],
+      "| 5b vs hashing (sha256sum) | ≤ 1.3× | 0 of 2 | 1.46× | 1.14–1.21×, within the target in 2 of 2 | 1.20–1.28× |",
+    );
+  });
+});
