@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { type BenchResults, tally, tallyTable } from "./tally.js";
 
 type ResultRow = BenchResults["rows"][number];
@@ -80,5 +85,32 @@ describe("tally", () => {
       table.split("\n")[2],
       "| 5b vs hashing (sha256sum) | ≤ 1.3× | 0 of 2 | 1.46× | 1.14–1.21×, within the target in 2 of 2 | 1.20–1.28× |",
     );
+  });
+});
+
+describe("tally.js as a program", () => {
+  const script = fileURLToPath(new URL("./tally.js", import.meta.url));
+  const tally = (...files: string[]) =>
+    spawnSync(process.execPath, [script, ...files], { encoding: "utf8" });
+
+  test("prints the runs' machine and the table; a file that is not results is refused", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "tally-"));
+    try {
+      const good = path.join(dir, "bench.json");
+      writeFileSync(good, JSON.stringify(run(hashing(1.46, 1.14), vsFloor(1.28))));
+      const printed = tally(good);
+      assert.equal(printed.status, 0, printed.stderr);
+      assert.match(printed.stdout, /^1 run\(s\) on 2 CPUs \(test\)\n/);
+      assert.match(printed.stdout, /\| 5b vs hashing \(sha256sum\) \| ≤ 1\.3× \| 0 of 1 \|/);
+      const other = path.join(dir, "other.json");
+      writeFileSync(other, "{}");
+      const refused = tally(good, other);
+      assert.equal(refused.status, 2);
+      assert.equal(refused.stdout, "");
+      assert.match(refused.stderr, /other\.json: no rows: not a results file of npm run bench/);
+      assert.equal(tally().status, 2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

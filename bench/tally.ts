@@ -129,7 +129,19 @@ function main(): void {
     process.exitCode = 2;
     return;
   }
-  const results = files.map((file) => JSON.parse(readFileSync(file, "utf8")) as BenchResults);
+  const results: BenchResults[] = [];
+  for (const file of files) {
+    try {
+      const parsed = JSON.parse(readFileSync(file, "utf8")) as BenchResults;
+      if (!Array.isArray(parsed.rows))
+        throw new Error("no rows: not a results file of npm run bench");
+      results.push(parsed);
+    } catch (error) {
+      process.stderr.write(`${file}: ${(error as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+  }
   const machines = new Set(results.map((result) => result.machine));
   process.stdout.write(`${results.length} run(s) on ${[...machines].join("; ")}\n\n`);
   process.stdout.write(`${tallyTable(tally(results))}\n`);
