@@ -10,12 +10,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "
 import path from "node:path";
 import { errnoCode } from "../errors.js";
 import { sha256Hex } from "../hashing.js";
-import {
-  isWanted,
-  KEEP_MAX_FILE_BYTES,
-  reserve,
-  type VerifiedBytesStore,
-} from "./_verified-bytes.js";
+import { isWanted, reserve, type VerifiedBytesStore } from "./_verified-bytes.js";
 
 /** What a check needs to know about a listed file. */
 export interface FileToCheck {
@@ -104,7 +99,7 @@ export class FileChecker {
       if (
         store !== null &&
         at !== undefined &&
-        file.size <= KEEP_MAX_FILE_BYTES &&
+        file.size <= store.maxFileBytes &&
         isWanted(store, at)
       ) {
         const start = reserve(store, file.size + 1);
@@ -183,7 +178,13 @@ export class FileChecker {
    */
   #checkKept(file: FileToCheck, fd: number, start: number, at: number): string | null {
     const kept = this.#kept as Uint8Array;
-    const n = readSync(fd, kept, start, file.size + 1, 0);
+    // One byte more than listed, to see a file that grew. Read until the end:
+    // a read may return less than asked before it (files kept for uploads
+    // are up to 16 MiB, and not every filesystem fills such a read at once).
+    let n = 0;
+    for (let got = -1; got !== 0 && n <= file.size; n += got) {
+      got = readSync(fd, kept, start + n, file.size + 1 - n, n);
+    }
     if (n > file.size) return `changed while being read (longer than ${file.size} bytes)`;
     if (n !== file.size) return sizeProblem(file, n);
     const problem = digestProblem(file, sha256Hex(kept.subarray(start, start + n)));

@@ -10,6 +10,7 @@ import { FileChecker } from "./_file-checks.js";
 import { type SharedShard, shardProblems } from "./_parallel-checks.js";
 import {
   KEEP_MAX_FILE_BYTES,
+  KEEP_MAX_UPLOAD_FILE_BYTES,
   keepBudget,
   keepOnly,
   keptBytes,
@@ -102,6 +103,27 @@ describe("FileChecker keeping bytes", () => {
       kept.map((bytes) => bytes && Buffer.from(bytes)),
       [Buffer.from("alpha"), Buffer.alloc(0), limit, undefined],
     );
+  });
+
+  test("keeps a file of up to 16 MiB read in short pieces, when the store takes files that large", async (t) => {
+    const large = Buffer.alloc(KEEP_MAX_FILE_BYTES * 3 + 5);
+    for (let i = 0; i < large.length; i++) large[i] = (i * 31) % 251;
+    const bundle = await bundleOf({ "large.bin": large });
+    const file = bundle.files[0] as (typeof bundle.files)[number];
+    // A filesystem that returns at most 100,000 bytes per read (FUSE, NFS).
+    const original = fs.readSync;
+    t.after(() => {
+      fs.readSync = original;
+      syncBuiltinESMExports();
+    });
+    fs.readSync = ((fd: number, buffer: Uint8Array, offset: number, length: number, at: number) =>
+      original(fd, buffer, offset, Math.min(length, 100_000), at)) as typeof fs.readSync;
+    syncBuiltinESMExports();
+    assert.equal(newVerifiedBytesStore(bundle.files, ROOMY), null, "not kept by default");
+    const uploads = newVerifiedBytesStore(bundle.files, ROOMY, KEEP_MAX_UPLOAD_FILE_BYTES);
+    assert.ok(uploads);
+    assert.equal(new FileChecker(bundle.dir, uploads).check(file, 0), null);
+    assert.ok(large.equals(Buffer.from(keptBytes(uploads, 0, large.length) ?? [])));
   });
 
   test("keeps nothing of a bad file", async () => {

@@ -27,6 +27,18 @@ import { totalmem } from "node:os";
  */
 export const KEEP_MAX_FILE_BYTES = 256 * 1024;
 
+/**
+ * Files up to this size are kept for a bundle that goes to a remote
+ * destination (S3): an upload of kept bytes is one request sent from memory,
+ * where a file read again is streamed, re-hashed and written to the socket
+ * in 64 KiB pieces on the calling thread. On the benchmark's S, whose four
+ * 10 MB files are 40 of its 52 MB, keeping them took 0.12-0.16 s of the
+ * client's CPU off a publish to S3 (docs/performance.md, item 62). Larger
+ * files still stream (and from the multipart threshold, go in parts), so
+ * that a few of them cannot take the whole budget from the small ones.
+ */
+export const KEEP_MAX_UPLOAD_FILE_BYTES = 16 * 1024 * 1024;
+
 /** At most this much memory is kept in a run (see keepBudget). */
 const MAX_KEPT_BYTES = 256 * 1024 * 1024;
 
@@ -62,21 +74,24 @@ export interface VerifiedBytesStore {
    * will not be copied (excluded, or only rendered): see keepOnly.
    */
   wanted: Uint8Array<SharedArrayBuffer>;
+  /** Files larger than this are not kept (KEEP_MAX_FILE_BYTES, or more for uploads). */
+  maxFileBytes: number;
 }
 
 /**
- * A store for the small files of `files`, sized to hold them all (one byte
- * more each: see FileChecker) within `limit` bytes; null when none would
- * fit. Memory is only used as files are kept: the block is reserved, not
- * touched.
+ * A store for the files of `files` up to `maxFileBytes` each, sized to hold
+ * them all (one byte more each: see FileChecker) within `limit` bytes; null
+ * when none would fit. Memory is only used as files are kept: the block is
+ * reserved, not touched.
  */
 export function newVerifiedBytesStore(
   files: readonly { size: number }[],
   limit: number,
+  maxFileBytes = KEEP_MAX_FILE_BYTES,
 ): VerifiedBytesStore | null {
   let wanted = 0;
   for (const file of files) {
-    if (file.size <= KEEP_MAX_FILE_BYTES) wanted += file.size + 1;
+    if (file.size <= maxFileBytes) wanted += file.size + 1;
     if (wanted >= limit) break;
   }
   const capacity = Math.min(wanted, limit);
@@ -90,6 +105,7 @@ export function newVerifiedBytesStore(
     next: new Int32Array(new SharedArrayBuffer(4)),
     starts,
     wanted: keep,
+    maxFileBytes,
   };
 }
 

@@ -3,11 +3,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
+import { KEEP_MAX_FILE_BYTES, KEEP_MAX_UPLOAD_FILE_BYTES } from "../bundle/_verified-bytes.js";
 import { writeTestBundle } from "../bundle/testing.js";
 import type { DestinationConfig, PipelineConfig } from "../config/types.js";
 import { STATE_FILE } from "../paths.js";
 import { EarlyStates } from "./early-state.js";
-import { firstPublishLikely, prepareSources } from "./run.js";
+import { firstPublishLikely, keepFileBytesFor, prepareSources } from "./run.js";
 
 const pipeline = (id: string) => ({ id }) as PipelineConfig;
 
@@ -80,4 +81,44 @@ test("the run's budget for kept bytes is shared by its pipelines", async () => {
       .get("first")
       ?.outputs.every((o) => o.content.type !== "file" || o.content.verifiedBytes === undefined),
   );
+});
+
+test("a pipeline with an S3 destination keeps files up to 16 MiB; one to folders only, up to 256 KiB", async () => {
+  const mid = Buffer.alloc(KEEP_MAX_FILE_BYTES + 1, 7); // kept for uploads only
+  const big = Buffer.alloc(KEEP_MAX_UPLOAD_FILE_BYTES + 1, 8); // never kept
+  const dir = await writeTestBundle({ "big.bin": big, "mid.bin": mid, "small.txt": "small" });
+  const root = mkdtempSync(path.join(tmpdir(), "distributor-keep-size-"));
+  const everything = (id: string): PipelineConfig => ({
+    id,
+    source: dir,
+    destinations: [id],
+    include: ["**"],
+    exclude: [],
+    selects: () => true,
+    transforms: [],
+  });
+  const uploads = { pipeline: everything("uploads"), destination: onS3 };
+  const folders = { pipeline: everything("folders"), destination: onFilesystem(root, "folders") };
+  assert.equal(keepFileBytesFor([uploads, folders], "uploads"), KEEP_MAX_UPLOAD_FILE_BYTES);
+  assert.equal(keepFileBytesFor([uploads, folders], "folders"), KEEP_MAX_FILE_BYTES);
+  const early = new EarlyStates(Promise.resolve([]));
+  const keep = { remaining: 64 * 1024 * 1024 };
+  const sources = await prepareSources([uploads, folders], {}, { early, keep });
+  const kept = (id: string) =>
+    Object.fromEntries(
+      (sources.get(id)?.outputs ?? []).map((o) => [
+        o.path,
+        o.content.type === "file" && o.content.verifiedBytes !== undefined
+          ? Buffer.from(o.content.verifiedBytes).equals(
+              o.path === "mid.bin" ? mid : o.path === "big.bin" ? big : Buffer.from("small"),
+            )
+          : "not kept",
+      ]),
+    );
+  assert.deepEqual(kept("uploads"), { "big.bin": "not kept", "mid.bin": true, "small.txt": true });
+  assert.deepEqual(kept("folders"), {
+    "big.bin": "not kept",
+    "mid.bin": "not kept",
+    "small.txt": true,
+  });
 });

@@ -6,7 +6,12 @@
 
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
-import { type KeepBudget, keepBudget } from "../bundle/_verified-bytes.js";
+import {
+  KEEP_MAX_FILE_BYTES,
+  KEEP_MAX_UPLOAD_FILE_BYTES,
+  type KeepBudget,
+  keepBudget,
+} from "../bundle/_verified-bytes.js";
 import { openBundle } from "../bundle/verify.js";
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
@@ -202,10 +207,24 @@ export async function prepareSources(
       renderCache,
       meanwhile,
       keepBytes: keep ? budget : undefined,
+      keepFileBytes: keepFileBytesFor(pairs, pipeline.id),
     });
     prepared.set(pipeline.id, { identity: bundle.identity, outputs });
   }
   return prepared;
+}
+
+/**
+ * The largest source file of the pipeline whose verified bytes are kept for
+ * publishing: larger when some destination of it is remote (S3), where a
+ * file read again is streamed on the calling thread (bundle/_verified-bytes.ts).
+ */
+export function keepFileBytesFor(pairs: readonly SelectedPair[], pipelineId: string): number {
+  const remote = pairs.some(
+    ({ pipeline, destination }) =>
+      pipeline.id === pipelineId && destination.storage.type !== "filesystem",
+  );
+  return remote ? KEEP_MAX_UPLOAD_FILE_BYTES : KEEP_MAX_FILE_BYTES;
 }
 
 /**

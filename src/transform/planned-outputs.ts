@@ -61,6 +61,8 @@ export interface PlanOutputsOptions extends CheckOptions {
    * (`verifiedBytes`): for a run that will publish them.
    */
   keepBytes?: KeepBudget;
+  /** The largest file kept (default KEEP_MAX_FILE_BYTES; see keepFileBytesFor in run.ts). */
+  keepFileBytes?: number;
 }
 
 /**
@@ -96,7 +98,9 @@ export async function planOutputs(
   const generated: PlannedOutput[] = [];
   const budget = options.keepBytes;
   const store =
-    budget && budget.remaining > 0 ? newVerifiedBytesStore(bundle.files, budget.remaining) : null;
+    budget && budget.remaining > 0
+      ? newVerifiedBytesStore(bundle.files, budget.remaining, options.keepFileBytes)
+      : null;
   // Index in bundle.files of each of layout.sources, once the layout is known.
   let sourceIndexes: number[] = [];
   await verifyFiles(bundle, {
