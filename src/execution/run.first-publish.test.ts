@@ -23,6 +23,19 @@ const onS3: DestinationConfig = {
   workflow: "additive",
 };
 
+/** A pipeline `id` that publishes every file of the bundle in `dir` as it is. */
+function everythingOf(dir: string, id: string): PipelineConfig {
+  return {
+    id,
+    source: dir,
+    destinations: [id],
+    include: ["**"],
+    exclude: [],
+    selects: () => true,
+    transforms: [],
+  };
+}
+
 test("verified bytes are kept when a destination of the pipeline has no state yet, or is on S3", () => {
   const root = mkdtempSync(path.join(tmpdir(), "distributor-first-"));
   mkdirSync(path.join(root, "published"));
@@ -48,15 +61,7 @@ test("verified bytes are kept when a destination of the pipeline has no state ye
 test("the run's budget for kept bytes is shared by its pipelines", async () => {
   const dir = await writeTestBundle({ "a.txt": "12345", "b.txt": "67890" });
   const root = mkdtempSync(path.join(tmpdir(), "distributor-budget-"));
-  const everything = (id: string): PipelineConfig => ({
-    id,
-    source: dir,
-    destinations: [id],
-    include: ["**"],
-    exclude: [],
-    selects: () => true,
-    transforms: [],
-  });
+  const everything = (id: string) => everythingOf(dir, id);
   const pairs = ["first", "second"].map((id) => ({
     pipeline: everything(id),
     destination: onFilesystem(root, id),
@@ -88,15 +93,7 @@ test("a pipeline with an S3 destination keeps files up to 16 MiB; one to folders
   const big = Buffer.alloc(KEEP_MAX_UPLOAD_FILE_BYTES + 1, 8); // never kept
   const dir = await writeTestBundle({ "big.bin": big, "mid.bin": mid, "small.txt": "small" });
   const root = mkdtempSync(path.join(tmpdir(), "distributor-keep-size-"));
-  const everything = (id: string): PipelineConfig => ({
-    id,
-    source: dir,
-    destinations: [id],
-    include: ["**"],
-    exclude: [],
-    selects: () => true,
-    transforms: [],
-  });
+  const everything = (id: string) => everythingOf(dir, id);
   const uploads = { pipeline: everything("uploads"), destination: onS3 };
   const folders = { pipeline: everything("folders"), destination: onFilesystem(root, "folders") };
   assert.equal(keepFileBytesFor([uploads, folders], "uploads"), KEEP_MAX_UPLOAD_FILE_BYTES);
