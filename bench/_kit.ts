@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Command, quote, type Sample, shell } from "./_measure.js";
+import { FLOOR_LABEL } from "./_report.js";
 import { setAside } from "./_trash.js";
 
 /** One side of a comparison, run as a whole process per sample. */
@@ -139,7 +140,7 @@ export function hashContender(source: () => string): Contender {
  */
 export function rerunFloorContender(source: () => string, root: string): Contender {
   return {
-    label: "least work on Node.js (bench/rerun-floor.ts)",
+    label: `${FLOOR_LABEL} (bench/rerun-floor.ts)`,
     floor: true,
     command: () => ({
       cmd: process.execPath,
@@ -183,7 +184,7 @@ function floorReport<T>(sample: Sample, judge: (report: T) => string | null): st
  */
 export function publishFloorContender(source: () => string, target: string): Contender {
   return {
-    label: "least work on Node.js (bench/publish-floor.ts)",
+    label: `${FLOOR_LABEL} (bench/publish-floor.ts)`,
     floor: true,
     before: () => setAside(target),
     command: () => ({
@@ -205,7 +206,7 @@ export function s3PublishFloorContender(
 ): Contender {
   let next = "";
   return {
-    label: "least work on Node.js (bench/s3-publish-floor.ts)",
+    label: `${FLOOR_LABEL} (bench/s3-publish-floor.ts)`,
     floor: true,
     before: () => {
       next = destination();

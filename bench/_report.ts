@@ -1,6 +1,13 @@
 /** The benchmark's result rows and their Markdown table. */
 import { median } from "./_measure.js";
 
+/**
+ * The anchor label of every floor program's context row ("least work on
+ * Node.js (bench/rerun-floor.ts)"): results files name the floor rows by it
+ * (bench/tally.ts reads them), so every floor contender's label starts so.
+ */
+export const FLOOR_LABEL = "least work on Node.js";
+
 export interface Row {
   case: string;
   anchor: string;

@@ -17,7 +17,7 @@
  */
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import type { Row } from "./_report.js";
+import { FLOOR_LABEL, type Row } from "./_report.js";
 
 /** What a results file holds; only the fields read here. */
 export interface BenchResults {
@@ -47,9 +47,6 @@ export interface Range {
   max: number;
 }
 
-/** Rows the floor programs are the anchor of: context, never a target. */
-const FLOOR_ANCHOR = /^least work on Node\.js/;
-
 function caseId(row: { case: string }): string {
   return row.case.split(".")[0] ?? row.case;
 }
@@ -65,7 +62,9 @@ export function tally(results: readonly BenchResults[]): TalliedRow[] {
   for (const result of results) {
     const vsFloor = new Map<string, number>();
     for (const row of result.rows) {
-      if (FLOOR_ANCHOR.test(row.anchor) && row.ratio !== null) vsFloor.set(caseId(row), row.ratio);
+      // The floor programs' context rows: never a target.
+      if (row.anchor.startsWith(FLOOR_LABEL) && row.ratio !== null)
+        vsFloor.set(caseId(row), row.ratio);
     }
     for (const row of result.rows) {
       // Context rows have no target; a row that could not run has no verdict.
