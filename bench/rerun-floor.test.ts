@@ -1,5 +1,14 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -71,4 +80,22 @@ test("the rerun floor rejects a bad manifest entry, and finds nothing the same u
   assert.equal(result.rejected, 1);
   // Any edit of manifest.json is another source digest: every record is of another source.
   assert.equal(result.same, 0);
+});
+
+test("the rerun floor verifies as SPEC §2 asks: no symlink on the way, a regular file", async () => {
+  const { bundle, root } = await published();
+  // The same bytes each time, so that only the checks can tell.
+  const aside = mkdtempSync(path.join(os.tmpdir(), "distributor-floor-aside-"));
+  made.push(aside);
+  renameSync(path.join(bundle, "a/b0"), path.join(aside, "b0"));
+  symlinkSync(path.join(aside, "b0"), path.join(bundle, "a/b0"));
+  renameSync(path.join(bundle, "top.txt"), path.join(aside, "top.txt"));
+  symlinkSync(path.join(aside, "top.txt"), path.join(bundle, "top.txt"));
+  // Not a regular file: a folder (read() would fail) where a file is listed.
+  const file = path.join(bundle, "a/b1/f1.txt");
+  rmSync(file);
+  mkdirSync(file);
+  const result = await rerunFloor(bundle, root);
+  // a/b0 holds f0, f3, … f18: 7 files; then top.txt and the folder.
+  assert.equal(result.same, 21 - 7 - 2);
 });

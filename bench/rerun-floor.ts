@@ -4,11 +4,12 @@
  * In the order SPEC §6 sets, each part the cheapest way found:
  *
  * 1. verification: the manifest is parsed; then two worker threads open,
- *    read and hash every listed file (no fstat, no check of the folders on
- *    the way) while this thread hashes the manifest (the source digest) and
- *    parses the state, and checks the fields of both (the clean path rules
- *    with distributor's own check, the others by type or a regular
- *    expression each; not every rule: no unknown-field check, no ownership);
+ *    check and hash every listed file (SPEC §2's regular file with no
+ *    symlink on the way, checked the cheapest way: see verifyAll) while
+ *    this thread hashes the manifest (the source digest), parses the state,
+ *    and checks the fields of both (the clean path rules with distributor's
+ *    own check, the others by type or a regular expression each; not every
+ *    rule: no unknown-field check, no ownership);
  * 2. then the lock (a file created exclusively and synced), the state read
  *    again and compared byte for byte, and the destination listed with each
  *    file's size, on this thread and one worker;
@@ -25,8 +26,9 @@
  * prints what it compared and its phase marks (milliseconds since the process
  * started) as JSON.
  */
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync } from "node:fs";
 import type { Worker } from "node:worker_threads";
+import { NO_FOLLOW_READ } from "../src/bundle/_file-checks.js";
 import {
   ask,
   clean,
@@ -36,7 +38,7 @@ import {
   rejectedFiles,
   runFloorModule,
   sha256Of,
-  sha256OfFile,
+  sha256OfOpenFile,
   takeLock,
 } from "./_floor-kit.js";
 
@@ -53,8 +55,10 @@ export interface RerunFloorResult {
   marks: { parsed: number; verified: number; listed: number; compared: number };
 }
 
-type Job = { hash: string[]; root: string } | { list: string[]; root: string };
+type Job = { verify: string[]; root: string } | { list: string[]; root: string };
 
+/** What verifyAll gives a file SPEC §2 rejects: no digest matches it. */
+const NOT_VERIFIED = "not verified";
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 const STATE_FILE = ".distributor.json";
 
@@ -102,13 +106,46 @@ function listInto(root: string, dir: string, out: (string | number)[]): void {
   }
 }
 
-function hashAll(root: string, paths: readonly string[]): string[] {
+/**
+ * The digest of each file at `paths` under `root`, or NOT_VERIFIED for one
+ * that SPEC §2 rejects whatever its bytes: a symlink, not a regular file, or
+ * under a folder that is a symlink or not a folder. The least those rules
+ * cost on Node.js: the open refuses a symlink (O_NOFOLLOW), one `fstat` of
+ * the open file, and one `lstat` per folder, remembered with its ancestors'.
+ */
+function verifyAll(root: string, paths: readonly string[]): string[] {
   const buffer = Buffer.allocUnsafe(1 << 20);
-  return paths.map((path) => sha256OfFile(`${root}/${path}`, buffer));
+  const folders = new Map<string, boolean>();
+  const folderOk = (folder: string): boolean => {
+    let ok = folders.get(folder);
+    if (ok === undefined) {
+      const slash = folder.lastIndexOf("/");
+      ok =
+        (slash === -1 || folderOk(folder.slice(0, slash))) &&
+        lstatSync(`${root}/${folder}`, { throwIfNoEntry: false })?.isDirectory() === true;
+      folders.set(folder, ok);
+    }
+    return ok;
+  };
+  return paths.map((path) => {
+    const slash = path.lastIndexOf("/");
+    if (slash !== -1 && !folderOk(path.slice(0, slash))) return NOT_VERIFIED;
+    let fd: number;
+    try {
+      fd = openSync(`${root}/${path}`, NO_FOLLOW_READ);
+    } catch {
+      return NOT_VERIFIED; // a symlink (ELOOP), or missing
+    }
+    try {
+      return fstatSync(fd).isFile() ? sha256OfOpenFile(fd, buffer) : NOT_VERIFIED;
+    } finally {
+      closeSync(fd);
+    }
+  });
 }
 
 function runJob(job: Job): unknown {
-  if ("hash" in job) return hashAll(job.root, job.hash);
+  if ("verify" in job) return verifyAll(job.root, job.verify);
   const out: (string | number)[] = [];
   for (const dir of job.list) listInto(job.root, dir, out);
   return out;
@@ -126,12 +163,13 @@ export async function rerunFloor(bundle: string, root: string): Promise<RerunFlo
       files: ManifestFile[];
     };
     const files = manifest.files;
-    const halves: string[][] = [[], []];
-    files.forEach((file, i) => {
-      halves[i & 1]?.push(file.path);
-    });
+    // A half each, front and back: in a manifest listed in path order each
+    // worker then meets mostly its own folders, and lstats each once.
+    const middle = Math.ceil(files.length / 2);
+    const paths = files.map((file) => file.path);
+    const halves = [paths.slice(0, middle), paths.slice(middle)];
     const hashed = Promise.all(
-      workers.map((worker, k) => ask<string[]>(worker, { hash: halves[k] ?? [], root: bundle })),
+      workers.map((worker, k) => ask<string[]>(worker, { verify: halves[k] ?? [], root: bundle })),
     );
     const identity = {
       id: manifest.id,
@@ -176,7 +214,7 @@ export async function rerunFloor(bundle: string, root: string): Promise<RerunFlo
       // 3. Each file against its record (digest, size, source identity) and its listed size.
       files.forEach((file, i) => {
         const record = records.get(file.path);
-        const digest = digests[i & 1]?.[i >> 1];
+        const digest = i < middle ? digests[0]?.[i] : digests[1]?.[i - middle];
         if (
           digest === file.sha256 &&
           record?.sha256 === file.sha256 &&
