@@ -252,6 +252,12 @@ function caseSeven(m: () => Workload): BenchCase {
 }
 
 /** Every case, in the issue's order. */
+/**
+ * The ids of `allCases`, in order, for checking a command line before any
+ * case is made (making one creates its work folder).
+ */
+export const CASE_IDS: readonly string[] = ["1", "2", "3", "4", "5a", "5b", "6", "7"];
+
 export function allCases(options: CaseOptions): BenchCase[] {
   const m = lazySet("M", options);
   const l = lazySet("L", options);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --cases 1,2] [--runs N] [--seed N]`: runs the cases of
+ * `npm run bench [-- --cases 1,2] [--runs N] [--seed N]` (bench/_args.ts): runs the cases of
  * issue #5, each contender a whole process, a warm-up and then N samples per
  * contender, alternating the subject and its anchors so that a noisy machine
  * slows both alike. Prints a Markdown table and writes it, with a JSON copy,
@@ -8,7 +8,14 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { allCases } from "./_cases.js";
+import {
+  BENCH_USAGE,
+  type BenchOptions,
+  BenchUsageError,
+  namesCase,
+  parseBenchArgs,
+} from "./_args.js";
+import { allCases, CASE_IDS } from "./_cases.js";
 import { type BenchCase, type Comparison, type Contender, REPO_ROOT } from "./_kit.js";
 import {
   filesUnder,
@@ -38,31 +45,23 @@ import {
 import { emptyTrash } from "./_trash.js";
 import { benchDir, DEFAULT_SEED } from "./workload.js";
 
-interface Options {
-  cases: string[] | null;
-  runs: number | null;
-  seed: number;
-}
-
-function parseArgs(argv: readonly string[]): Options {
-  const value = (name: string) => {
-    const index = argv.indexOf(`--${name}`);
-    return index >= 0 ? argv[index + 1] : undefined;
-  };
-  const cases = value("cases");
-  const runs = value("runs");
-  return {
-    cases: cases ? cases.split(",").map((c) => c.trim()) : null,
-    runs: runs ? Math.max(1, Number(runs)) : null,
-    seed: Number(value("seed") ?? DEFAULT_SEED),
-  };
-}
-
 /** `--cases 5` selects 5a and 5b. */
 function selected(bench: BenchCase, wanted: string[] | null): boolean {
-  return (
-    wanted === null || wanted.some((id) => bench.id === id || bench.id.replace(/[a-z]$/, "") === id)
-  );
+  return wanted === null || wanted.some((id) => namesCase(id, bench.id));
+}
+
+/** The options, or the exit: usage on stdout for `--help`, on stderr with status 2 for a bad line. */
+function optionsOrExit(argv: readonly string[]): BenchOptions {
+  try {
+    const options = parseBenchArgs(argv, CASE_IDS, DEFAULT_SEED);
+    if (options !== "help") return options;
+    console.log(BENCH_USAGE);
+    process.exit(0);
+  } catch (error) {
+    if (!(error instanceof BenchUsageError)) throw error;
+    console.error(`${error.message}\n${BENCH_USAGE}`);
+    process.exit(2);
+  }
 }
 
 interface Samples {
@@ -303,7 +302,7 @@ function failedRows(bench: BenchCase, error: unknown): Row[] {
 }
 
 async function main(): Promise<void> {
-  const options = parseArgs(process.argv.slice(2));
+  const options = optionsOrExit(process.argv.slice(2));
   const cases = allCases({ seed: options.seed }).filter((bench) => selected(bench, options.cases));
   if (emptyTrash()) {
     process.stderr.write(
