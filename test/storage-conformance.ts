@@ -376,6 +376,16 @@ function describeLocking(test: TestFn): void {
     assert.equal(await driver.readLock(), null);
   });
 
+  test("release leaves in place a lock that someone else has put there since", async (driver) => {
+    const lock = await driver.acquireLock();
+    // What a take-over by another run (which judged this one dead) leaves.
+    const other = { hostname: "elsewhere", pid: 42, started_at: "2026-12-02T00:00:00Z" };
+    await put(driver, LOCK_FILE, `${JSON.stringify({ ...other, lock_id: "00ff00ff00ff00ff" })}\n`);
+    await lock.release();
+    assert.deepEqual(await driver.readLock(), other);
+    await rejectsWithCode(driver.acquireLock(), "locked");
+  });
+
   test("of two concurrent acquires exactly one wins", async (driver) => {
     const settled = await Promise.allSettled([driver.acquireLock(), driver.acquireLock()]);
     const won = settled.filter((result) => result.status === "fulfilled");

@@ -10,18 +10,34 @@ import type { StoredBytes, VersionToken, WriteOptions } from "./driver.js";
  * next write and then answers as the SDK's retry of it would: refused by the
  * object the first attempt created.
  */
-function memoryStore() {
+/**
+ * `etags: false`: a server that answers PUTs without an ETag.
+ * `deleteIgnoresIfMatch`: one that deletes whatever If-Match says, as Ceph RGW does.
+ */
+function memoryStore(server: { etags?: boolean; deleteIgnoresIfMatch?: boolean } = {}) {
   const objects = new Map<string, StoredBytes>();
   let version = 0;
   let loseNext = false;
-  const store: LockStore & { loseNextResponse(): void; objects: typeof objects } = {
+  let reads = 0;
+  const store: LockStore & {
+    loseNextResponse(): void;
+    objects: typeof objects;
+    readonly reads: number;
+  } = {
+    get reads() {
+      return reads;
+    },
     root: "s3://bucket/prefix/",
     objects,
     loseNextResponse() {
       loseNext = true;
     },
     async read(path) {
+      reads++;
       return objects.get(path) ?? null;
+    },
+    async currentToken(path) {
+      return objects.get(path)?.token ?? null;
     },
     async write(path, content, options: WriteOptions): Promise<VersionToken> {
       const current = objects.get(path);
@@ -35,10 +51,11 @@ function memoryStore() {
         loseNext = false;
         throw new DistributorError("state_conflict", `${path}: precondition failed (retry)`);
       }
-      return token;
+      // A server that answers a PUT without an ETag: the driver's write gives "".
+      return server.etags === false ? "" : token;
     },
     async deleteIfMatch(path, token) {
-      if (objects.get(path)?.token === token) objects.delete(path);
+      if (server.deleteIgnoresIfMatch || objects.get(path)?.token === token) objects.delete(path);
     },
   };
   return store;
@@ -70,5 +87,33 @@ describe("S3 lock", () => {
       assert.deepEqual(error.holder, other);
       return true;
     });
+  });
+
+  it("release checks the lock's version with a HEAD, not by reading its bytes", async () => {
+    const store = memoryStore();
+    const lock = await acquireObjectLock(store);
+    const reads = store.reads;
+    await lock.release();
+    assert.equal(store.objects.has(LOCK_FILE), false, "released");
+    assert.equal(store.reads, reads, "no GET of the lock on release");
+  });
+
+  for (const etags of [true, false]) {
+    it(`release leaves a lock taken over since in place (${etags ? "with" : "without"} ETags)`, async () => {
+      const store = memoryStore({ etags, deleteIgnoresIfMatch: true });
+      const lock = await acquireObjectLock(store);
+      const other = new TextEncoder().encode('{"hostname":"elsewhere","pid":42}\n');
+      store.objects.set(LOCK_FILE, { bytes: other, token: "v99" });
+      await lock.release();
+      assert.deepEqual(store.objects.get(LOCK_FILE), { bytes: other, token: "v99" });
+    });
+  }
+
+  it("without an ETag from the server, release compares the lock's bytes and removes our own", async () => {
+    const store = memoryStore({ etags: false });
+    const lock = await acquireObjectLock(store);
+    await lock.release();
+    assert.equal(store.objects.has(LOCK_FILE), false, "released");
+    assert.ok(store.reads > 0, "read the bytes to compare them");
   });
 });

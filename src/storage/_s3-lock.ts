@@ -27,6 +27,8 @@ import type { LockHandle, StoredBytes, VersionToken, WriteOptions } from "./driv
 export interface LockStore {
   readonly root: string;
   read(path: string): Promise<StoredBytes | null>;
+  /** The object's version token (a HEAD), `null` when it is absent. */
+  currentToken(path: string): Promise<VersionToken | null>;
   write(
     path: string,
     content: { type: "bytes"; bytes: Uint8Array },
@@ -44,20 +46,20 @@ function isConflict(error: unknown): boolean {
   return error instanceof DistributorError && error.code === "state_conflict";
 }
 
+/** The written lock's version token ("" when the server gave none), or null when refused. */
 async function tryWrite(
   store: LockStore,
   bytes: Uint8Array,
   ifMatch: VersionToken | null,
-): Promise<boolean> {
+): Promise<VersionToken | null> {
   try {
-    await store.write(
+    return await store.write(
       LOCK_FILE,
       { type: "bytes", bytes },
       { ifMatch, contentType: "application/json" },
     );
-    return true;
   } catch (error) {
-    if (isConflict(error)) return false;
+    if (isConflict(error)) return null;
     throw error;
   }
 }
@@ -74,37 +76,59 @@ export async function acquireObjectLock(
   const holder = currentLockHolder();
   const lockId = randomBytes(8).toString("hex");
   const bytes = new TextEncoder().encode(serializeLockHolder(holder, lockId));
+  const ours = (token: VersionToken) => lockHandle(store, holder, bytes, token);
   for (let attempt = 0; attempt < 2; attempt++) {
-    if (await tryWrite(store, bytes, null)) return lockHandle(store, holder, bytes);
+    const created = await tryWrite(store, bytes, null);
+    if (created !== null) return ours(created);
     const existing = await store.read(LOCK_FILE);
     // Released between our create and our read: one more create decides.
     if (existing === null) continue;
     // A retry refused by our own first attempt (see the module comment).
-    if (sameBytes(existing.bytes, bytes)) return lockHandle(store, holder, bytes);
+    if (sameBytes(existing.bytes, bytes)) return ours(existing.token);
     const current = holderOf(existing);
     if (attempt > 0 || current === null || !isStaleLockHolder(current)) {
       throw new LockedError(store.root, current);
     }
     options.onStaleLock?.(current);
-    if (await tryWrite(store, bytes, existing.token)) return lockHandle(store, holder, bytes);
+    const replaced = await tryWrite(store, bytes, existing.token);
+    if (replaced !== null) return ours(replaced);
     const after = await store.read(LOCK_FILE);
-    if (after !== null && sameBytes(after.bytes, bytes)) return lockHandle(store, holder, bytes);
+    if (after !== null && sameBytes(after.bytes, bytes)) return ours(after.token);
   }
   const last = await store.read(LOCK_FILE);
   throw new LockedError(store.root, last === null ? null : holderOf(last));
 }
 
-function lockHandle(store: LockStore, holder: LockHolder, bytes: Uint8Array): LockHandle {
+/**
+ * The handle of a lock we wrote as `bytes`, whose version was `token`.
+ * Release removes only our own lock: a take-over by someone else stays. It
+ * asks for the lock's version with a HEAD and compares tokens: the lock's
+ * bytes carry a random `lock_id`, so another holder's lock has another ETag.
+ * A GET of the bytes would tell the same, but on Ceph RGW a small body
+ * comes a delayed ACK (about 40 ms) after its headers, which every S3 run
+ * paid at its end; a HEAD has no body. Without a token (a server that
+ * returned no ETag) the bytes are compared, as before.
+ */
+function lockHandle(
+  store: LockStore,
+  holder: LockHolder,
+  bytes: Uint8Array,
+  token: VersionToken,
+): LockHandle {
   let released = false;
+  const stillOurs = async (): Promise<VersionToken | null> => {
+    if (token !== "") return (await store.currentToken(LOCK_FILE)) === token ? token : null;
+    const current = await store.read(LOCK_FILE);
+    return current !== null && sameBytes(current.bytes, bytes) ? current.token : null;
+  };
   return {
     holder,
     async release() {
       if (released) return;
-      const current = await store.read(LOCK_FILE);
-      // Only our own lock is removed: a take-over by someone else stays in place.
-      if (current !== null && sameBytes(current.bytes, bytes)) {
-        await store.deleteIfMatch(LOCK_FILE, current.token);
-      }
+      const current = await stillOurs();
+      // deleteIfMatch narrows the window where the server honours it (AWS);
+      // RGW ignores If-Match on DELETE, so the check above is what protects.
+      if (current !== null) await store.deleteIfMatch(LOCK_FILE, current);
       released = true;
     },
   };

@@ -430,6 +430,7 @@ class S3Driver implements StorageDriver {
     return {
       root: this.root,
       read: (path: string) => this.read(path),
+      currentToken: (path: string) => this.currentToken(path),
       write: (path: string, content: OutputContent, options: WriteOptions) =>
         this.write(path, content, options),
       deleteIfMatch: (path: string, token: VersionToken) => this.deleteIfMatch(path, token),
