@@ -30,6 +30,9 @@ async function createBucket(endpoint: string): Promise<void> {
     endpoint,
     forcePathStyle: true,
     region: process.env.AWS_REGION ?? "us-east-1",
+    // A server that stops answering (the local test server does when its
+    // in-memory store is full) fails the case instead of hanging the run.
+    requestHandler: { connectionTimeout: 10_000, socketTimeout: 60_000 },
   });
   try {
     await client.send(new CreateBucketCommand({ Bucket: BUCKET }));

@@ -110,22 +110,40 @@ async function main(): Promise<void> {
   );
   const notes = new Set<string>();
   const stolen = stealMeter();
+  // Interrupted (Ctrl-C, `timeout`), the comparison stops after the sample
+  // under way and still tears the case down: case 6 otherwise leaves its
+  // objects in the S3 server, whose in-memory store then fills up and stalls
+  // the next run. A second signal ends the process at once.
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    console.error(`${signal}: stopping after this sample, then cleaning up`);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   try {
     await bench.setup();
     // A warm-up each: the first run after a build pays for cold caches.
     await sample(bench, a, notes);
     await sample(bench, b, notes);
     const results: Record<"a" | "b", Timed>[] = [];
-    for (let index = 0; index < pairs; index++) {
+    for (let index = 0; index < pairs && !stopping; index++) {
       const order: ("a" | "b")[] = index % 2 === 0 ? ["a", "b"] : ["b", "a"];
       const pair: Partial<Record<"a" | "b", Timed>> = {};
-      for (const name of order) pair[name] = await sample(bench, name === "a" ? a : b, notes);
+      for (const name of order) {
+        if (stopping) break;
+        pair[name] = await sample(bench, name === "a" ? a : b, notes);
+      }
+      // A pair cut short by a stop is left out.
+      if (pair.a === undefined || pair.b === undefined) break;
       const done = pair as Record<"a" | "b", Timed>;
       results.push(done);
       console.log(
         `pair ${index + 1} (${order.map((name) => name.toUpperCase()).join(" then ")}): A ${done.a.seconds.toFixed(3)} s, B ${done.b.seconds.toFixed(3)} s${stealText(done.a.steal, done.b.steal)}`,
       );
     }
+    if (results.length === 0) return;
     console.log(summaryLine(pairedSummary(results)));
     const calm = calmPairs(results);
     if (calm.length > 0 && calm.length < results.length) {
