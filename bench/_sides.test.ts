@@ -26,14 +26,14 @@ test("a side's build, Node.js and space-separated flags come from its own option
 });
 
 test("a side runs the benchmark's own distributor command with its build, Node.js and flags", () => {
-  const ours = distributorRun("/work/rerun.yaml", "/work/render-cache", "/bundle");
+  const ours = distributorRun("/case/rerun.yaml", "/case/render-cache", "/bundle");
   const side = { build: "/other", node: "/opt/node", flags: ["--no-opt"] };
   const theirs = sideCommand(side, ours);
   assert.equal(theirs.cmd, "/opt/node");
   assert.deepEqual(theirs.args, ["--no-opt", "/other/bin/distributor.js", ...ours.args.slice(1)]);
   assert.ok(theirs.args.includes("--quiet") && theirs.args.includes("/bundle"));
   // The environment (the case's own render cache) is kept.
-  assert.equal(theirs.env?.DISTRIBUTOR_CACHE_DIR, "/work/render-cache");
+  assert.equal(theirs.env?.DISTRIBUTOR_CACHE_DIR, "/case/render-cache");
   assert.match(describeSide(side), /^\/opt\/node --no-opt \/other\/bin\/distributor\.js$/);
 });
 
