@@ -8,7 +8,8 @@
  */
 
 import path from "node:path";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import { createS3Client } from "../src/storage/_s3-client.js";
 import { createS3Driver } from "../src/storage/s3.js";
 import {
   type BenchCase,
@@ -26,13 +27,15 @@ const BUCKET = "distributor-bench";
 async function createBucket(endpoint: string): Promise<void> {
   // The same switch the CLI sets: keep the SDK's Node-version notice out of the report.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
-  const client = new S3Client({
+  // distributor's own client: its timeouts make a server that stops answering
+  // (the local test server does when its in-memory store is full) fail the
+  // case instead of hanging the run.
+  const client = createS3Client({
     endpoint,
     forcePathStyle: true,
     region: process.env.AWS_REGION ?? "us-east-1",
-    // A server that stops answering (the local test server does when its
-    // in-memory store is full) fails the case instead of hanging the run.
-    requestHandler: { connectionTimeout: 10_000, socketTimeout: 60_000 },
+    maxConcurrency: 1,
+    idleTimeoutMs: 60_000,
   });
   try {
     await client.send(new CreateBucketCommand({ Bucket: BUCKET }));

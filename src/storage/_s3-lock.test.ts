@@ -8,11 +8,9 @@ import type { StoredBytes, VersionToken, WriteOptions } from "./driver.js";
 /**
  * An in-memory bucket with conditional writes. `loseNextResponse` stores the
  * next write and then answers as the SDK's retry of it would: refused by the
- * object the first attempt created.
- */
-/**
- * `etags: false`: a server that answers PUTs without an ETag.
- * `deleteIgnoresIfMatch`: one that deletes whatever If-Match says, as Ceph RGW does.
+ * object the first attempt created. `etags: false` plays a server that
+ * answers PUTs without an ETag; `deleteIgnoresIfMatch` one that deletes
+ * whatever If-Match says, as Ceph RGW does.
  */
 function memoryStore(server: { etags?: boolean; deleteIgnoresIfMatch?: boolean } = {}) {
   const objects = new Map<string, StoredBytes>();
