@@ -99,6 +99,47 @@ describe("a force_replace that stops while it empties the root", () => {
   });
 });
 
+describe("a force_replace over a legacy state whose deletes fail", () => {
+  test("keeps the old state, so the root stays managed and a plain run still publishes", async () => {
+    const s = await scenario();
+    assert.equal((await s.runJson()).code, 0);
+    // Over a legacy state the claim comes only after the root is emptied.
+    const legacy = `${JSON.stringify({ schema_version: 3, outputs: [] })}\n`;
+    await writeFile(path.join(s.root, ".distributor.json"), legacy);
+    await writeFile(path.join(s.root, "junk.txt"), "not ours\n");
+    const real = createFilesystemDriver({ root: s.root });
+    const driver: StorageDriver = {
+      ...real,
+      // Everything else really goes, the state included when asked.
+      deleteMany: async (paths) => [
+        ...(await real.deleteMany(paths.filter((p) => p !== "junk.txt"))),
+        ...paths
+          .filter((p) => p === "junk.txt")
+          .map((p) => ({ path: p, error: "EPERM: simulated" })),
+      ],
+    };
+    const { plan, snapshot } = await planOnly(s.config, path.join(s.base, "bundle"), driver, {
+      force: true,
+    });
+    assert.equal(plan.action, "force_replace");
+    assert.notEqual(plan.claimFirst, true, "the late path: no claim before the root is emptied");
+    await assert.rejects(
+      applyPlan(driver, plan, { stateToken: snapshot.stateToken }),
+      (error: unknown) => error instanceof ForceClearError,
+    );
+    assert.equal(
+      await readFile(path.join(s.root, ".distributor.json"), "utf8"),
+      legacy,
+      "the state is not deleted from a root that could not be emptied",
+    );
+    // Without a state, the file left behind would make the root unmanaged
+    // (fail_unmanaged) until another --force; with it, a plain run publishes.
+    const rerun = await s.runJson();
+    assert.equal(rerun.code, 0, JSON.stringify(rerun.json));
+    assert.deepEqual(await publishedFiles(s.root), [...SITE_OUTPUTS, "junk.txt"].sort());
+  });
+});
+
 describe("a force_replace whose deletes fail by the thousand", () => {
   test("names the first few and the total, and lists at most 100 paths", async () => {
     const s = await scenario();

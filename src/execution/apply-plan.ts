@@ -80,17 +80,23 @@ export async function applyPlan(
       token = await unlessStopped(() => writeState(driver, claim, token));
       claimed = true;
     }
-    const results = [
-      ...(await unlessStopped(() => driver.deleteMany(plan.deletes))),
-      ...(claimed ? [] : await unlessStopped(() => driver.deleteMany([STATE_FILE]))),
-    ];
-    if (!claimed) token = null;
-    const failed = failuresOf(results);
-    if (failed.length > 0) {
-      throw new ForceClearError(
-        `force_replace could not clear ${driver.root}: ${listFailures(failed)}`,
-        failed,
-      );
+    const clear = async (paths: readonly string[]) => {
+      const failed = failuresOf(await unlessStopped(() => driver.deleteMany(paths)));
+      if (failed.length > 0) {
+        throw new ForceClearError(
+          `force_replace could not clear ${driver.root}: ${listFailures(failed)}`,
+          failed,
+        );
+      }
+    };
+    await clear(plan.deletes);
+    // The old state goes last, and only from a root that was emptied: where
+    // a delete failed, the files still there keep the records that own them
+    // (a legacy or valid state, which a plain run can still plan against)
+    // instead of turning into unmanaged content that only `--force` clears.
+    if (!claimed) {
+      await clear([STATE_FILE]);
+      token = null;
     }
   }
   if (plan.claimState && !claimed) {
