@@ -13,7 +13,7 @@ import { destinationRefProblems, normalizeConfig } from "./normalize.js";
 import { configSchema } from "./schema.js";
 import type { Config } from "./types.js";
 
-export { selectPairs } from "./select.js";
+export { noSourceError, selectPairs } from "./select.js";
 
 /** The file looked for when neither `file` nor DISTRIBUTOR_CONFIG names one. */
 const DEFAULT_CONFIG_FILE = "distributor.yaml";

@@ -19,6 +19,19 @@ export interface SelectedPair {
 }
 
 /**
+ * The error for a pipeline with no source to read: `source` is optional in
+ * the config (`--source` may give it), so its absence is the caller's
+ * `usage`, the same from `run` and `validate`.
+ */
+export function noSourceError(pipelineId: string): DistributorError {
+  return new DistributorError(
+    "usage",
+    `pipeline ${pipelineId} has no source: set pipelines.${pipelineId}.source in the config or pass --source DIR`,
+    { paths: [`pipelines.${pipelineId}.source`] },
+  );
+}
+
+/**
  * The selected pairs, in config order (pipelines as written, then each pipeline's
  * destinations as listed). Every selector value must name a configured id and
  * take part in at least one selected pair; otherwise a DistributorError `usage`

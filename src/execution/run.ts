@@ -13,7 +13,7 @@ import {
   keepBudget,
 } from "../bundle/_verified-bytes.js";
 import { openBundle } from "../bundle/verify.js";
-import { loadConfig, selectPairs } from "../config/load.js";
+import { loadConfig, noSourceError, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { PlannedOutput, SourceIdentity } from "../model.js";
@@ -194,12 +194,7 @@ export async function prepareSources(
   for (const { pipeline } of pairs) {
     if (prepared.has(pipeline.id)) continue;
     const dir = sourceOverride ?? pipeline.source;
-    if (!dir) {
-      throw new DistributorError(
-        "usage",
-        `pipeline ${pipeline.id} has no source: set pipelines.${pipeline.id}.source in the config or pass --source DIR`,
-      );
-    }
+    if (!dir) throw noSourceError(pipeline.id);
     const bundle = await openBundle(dir);
     // Verifies the bundle while it renders (see planOutputs).
     const keep = options.dryRun !== true && firstPublishLikely(pairs, pipeline.id);

@@ -4,9 +4,8 @@
  * source_invalid, output_collision, transform_failed).
  */
 import { openBundle } from "../bundle/verify.js";
-import { loadConfig } from "../config/load.js";
+import { loadConfig, noSourceError } from "../config/load.js";
 import type { Config } from "../config/types.js";
-import { DistributorError } from "../errors.js";
 import type { SourceIdentity } from "../model.js";
 import { planOutputs } from "../transform/planned-outputs.js";
 
@@ -38,13 +37,7 @@ export async function validate(options: ValidateOptions = {}): Promise<ValidateR
   const pipelines: ValidateReport["pipelines"] = [];
   for (const pipeline of config.pipelines.values()) {
     const dir = options.source ?? pipeline.source;
-    if (!dir) {
-      throw new DistributorError(
-        "config_invalid",
-        `pipelines.${pipeline.id}.source: missing; set it or pass --source DIR`,
-        { paths: [`pipelines.${pipeline.id}.source`] },
-      );
-    }
+    if (!dir) throw noSourceError(pipeline.id);
     const bundle = await openBundle(dir);
     // Verifies the bundle while it renders (see planOutputs).
     const outputs = await planOutputs(bundle, pipeline);
