@@ -27,18 +27,30 @@ export function conflictPlan(input: RunPlanInput): RunPlan {
   });
 }
 
-/** fail_unmanaged because storage content stands where outputs would be written. */
+/**
+ * fail_unmanaged because storage content stands where outputs would be
+ * written. Every blocker is named, symbolic links first (they decide the
+ * code, `unsafe_path`), so that one fix clears them all instead of a second
+ * refusal naming what the first one left out.
+ */
 export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): RunPlan {
-  const unsafe = blockers.filter((b) => b.unsafe);
-  const shown = _unique(unsafe.length > 0 ? unsafe : blockers);
-  const listed = _listing(shown.map((b) => `${b.path} (${b.why})`));
+  // A path blocked both ways counts as a symbolic link.
+  const unique = _unique([
+    ...blockers.filter((b) => b.unsafe),
+    ...blockers.filter((b) => !b.unsafe),
+  ]);
+  const unsafe = unique.filter((b) => b.unsafe);
+  const others = unique.filter((b) => !b.unsafe);
+  const shown = [...unsafe, ...others];
+  const listing = (of: readonly Blocker[]) => _listing(of.map((b) => `${b.path} (${b.why})`));
+  const inTheWay = `distributor never overwrites content it does not own, nor an output that stays recorded: move or remove them (with \`workflow: replacement\`, an output of this pipeline and destination that the run omits is deleted first)`;
   // Under --force only a folder of a nested root can be in the way (force keeps its files).
   const message =
     shown.every((b) => b.nestedRoot) && input.force
-      ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listed}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path.`
+      ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listing(shown)}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path.`
       : unsafe.length > 0
-        ? `${shown.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listed}. distributor never writes through or over symbolic links: replace them with real directories or remove them, or ${_forceHint(input)}`
-        : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listed}. distributor never overwrites content it does not own, nor an output that stays recorded: move or remove them (with \`workflow: replacement\`, an output of this pipeline and destination that the run omits is deleted first), or ${_forceHint(input)}`;
+        ? `${unsafe.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listing(unsafe)}. distributor never writes through or over symbolic links: replace them with real directories or remove them${others.length > 0 ? `. ${others.length} other path(s) are in the way too: ${listing(others)}; ${inTheWay}` : ""}, or ${_forceHint(input)}`
+        : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listing(shown)}. ${inTheWay}, or ${_forceHint(input)}`;
   return _failed("fail_unmanaged", {
     code: unsafe.length > 0 ? "unsafe_path" : "unmanaged_path",
     message,

@@ -604,6 +604,18 @@ const PER_OUTPUT: Case[] = [
     errorPaths: ["a.txt"],
   },
   {
+    name: "a symlink and an unrecorded file in the way: both named, the symlink first",
+    input: input({
+      outputs: [PAGE, A],
+      state: valid(),
+      listing: listing("a.txt", { path: "docs", type: "symlink" }),
+    }),
+    action: "fail_unmanaged",
+    error: "unsafe_path",
+    errorPaths: ["docs", "a.txt"],
+    message: "1 other path(s) are in the way too: a.txt (a file not recorded in the state)",
+  },
+  {
     name: "a symlink at a planned path is unsafe under legacy state too",
     input: input({
       outputs: [A],

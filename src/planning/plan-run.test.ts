@@ -585,7 +585,7 @@ describe("planRun: refusals say what to do", () => {
     assert.match(plan.error?.message ?? "", /^120 path\(s\)/);
   });
 
-  test("a symlink blocking several outputs is reported once, as unsafe", () => {
+  test("a symlink blocking several outputs is reported once, as unsafe, before what else blocks", () => {
     const plan = planRun(
       input({
         outputs: [planned("d/a"), planned("d/b"), planned("x")],
@@ -594,7 +594,11 @@ describe("planRun: refusals say what to do", () => {
       }),
     );
     assert.equal(plan.error?.code, "unsafe_path");
-    assert.deepEqual(plan.error?.paths, ["d"]);
+    assert.deepEqual(plan.error?.paths, ["d", "x"]);
+    assert.match(
+      plan.error?.message ?? "",
+      /^1 symbolic link\(s\) .*: d \(a symbolic link on the way to d\/a\)\. /,
+    );
     assert.match(plan.error?.message ?? "", /never writes through or over symbolic links/);
   });
 });
