@@ -211,6 +211,10 @@ describe("force_replace", () => {
     assert.equal(result.action, "fail_unmanaged");
     assert.deepEqual(result.error?.paths, ["index.html"]);
     assert.match(result.error?.message ?? "", /publish this pipeline to another path/);
+    assert.match(
+      result.error?.message ?? "",
+      /no longer in use .* delete its \.distributor\.\* files by hand/,
+    );
     assert.deepEqual(await listFiles(s.root), ["index.html/.distributor.json", "stray.txt"]);
   });
 

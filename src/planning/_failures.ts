@@ -47,7 +47,7 @@ export function blockedPlan(input: RunPlanInput, blockers: readonly Blocker[]): 
   // Under --force only a folder of a nested root can be in the way (force keeps its files).
   const message =
     shown.every((b) => b.nestedRoot) && input.force
-      ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listing(shown)}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path.`
+      ? `${shown.length} path(s) that ${_owner(input)} would write are folders of another destination root nested in this one: ${listing(shown)}. --force deletes everything else but keeps that root's lock and state, so a file cannot take its place. Move that root elsewhere, or publish this pipeline to another path; if that root is no longer in use (a lock or state left by a destination since removed), delete its .distributor.* files by hand (docs/recovery.md).`
       : unsafe.length > 0
         ? `${unsafe.length} symbolic link(s) in the destination root stand where ${_owner(input)} would write: ${listing(unsafe)}. distributor never writes through or over symbolic links: replace them with real directories or remove them${others.length > 0 ? `. ${others.length} other path(s) are in the way too: ${listing(others)}; ${inTheWay}` : ""}, or ${_forceHint(input)}`
         : `${shown.length} path(s) in the destination root are in the way of ${_owner(input)}: ${listing(shown)}. ${inTheWay}, or ${_forceHint(input)}`;
