@@ -26,6 +26,7 @@ interface PruneJson {
   now: string;
   planned: Array<{ path: string; updated_at: string; reason: string }>;
   deleted: string[];
+  left: Array<{ path: string; why: string }>;
   failed: Array<{ path: string; message: string }>;
 }
 
@@ -160,10 +161,29 @@ describe("prune --apply", () => {
       "alpha/one.txt",
       "alpha/two.txt",
     ]);
+    assert.deepEqual(result.json.left, [
+      { path: "alpha/one.txt", why: "a symbolic link is there now" },
+    ]);
     assert.ok((await lstat(path.join(root, "alpha/one.txt"))).isSymbolicLink(), "the link stays");
     assert.equal(await readFile(path.join(root, "alpha/deep"), "utf8"), "a file now\n");
     assert.equal(await readFile(outside, "utf8"), "not ours\n");
     assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), []);
+  });
+
+  it("says in its human report which records went without a delete, and why", async () => {
+    const { dir, root } = await publishTwoOwners({ retentionA: KEEP_NONE });
+    const outside = path.join(dir, "outside.txt");
+    await writeFile(outside, "not ours\n");
+    await rm(path.join(root, "alpha/one.txt"));
+    await symlink(outside, path.join(root, "alpha/one.txt"));
+    const human = await runCli(["prune", ...ALPHA, ...FUTURE, "--apply"], { cwd: dir });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(
+      human.stdout,
+      /- alpha\/one\.txt \([^)]*\) — record dropped, not deleted: a symbolic link is there now\n/,
+    );
+    assert.doesNotMatch(human.stdout, /alpha\/two\.txt .*not deleted/);
+    assert.ok((await lstat(path.join(root, "alpha/one.txt"))).isSymbolicLink(), "the link stays");
   });
 
   it("never deletes a file inside a root nested in this one", async () => {
@@ -175,6 +195,9 @@ describe("prune --apply", () => {
     });
     assert.equal(result.code, 0, result.stdout);
     assert.ok(result.json.deleted.includes("alpha/deep/three.txt"), "its record is dropped");
+    assert.deepEqual(result.json.left, [
+      { path: "alpha/deep/three.txt", why: "inside another root (alpha/deep)" },
+    ]);
     assert.ok(await readFile(path.join(root, "alpha/deep/three.txt"), "utf8"), "the file stays");
     assert.equal(
       await exists(path.join(root, "alpha/two.txt")),

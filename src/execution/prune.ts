@@ -53,8 +53,18 @@ export interface PruneReport {
   policy: { max_age_seconds: number; keep_latest: number };
   /** Selected outputs, sorted by path, each with why it was chosen. */
   planned: Array<Pick<PlannedPrune, "path" | "updated_at" | "reason">>;
-  /** Confirmed deletions (already-missing files included); their records are gone. */
+  /**
+   * Records removed (SPEC §8): confirmed deletions, already-missing files, and
+   * the paths in `left`.
+   */
   deleted: string[];
+  /**
+   * Of `deleted`, paths whose record went but whose storage entry was not
+   * ours to delete, and stays: a symbolic link put there since, or a file
+   * inside a root nested in this one. As with an already-missing file, the
+   * output this owner published is no longer there to delete.
+   */
+  left: Array<{ path: string; why: string }>;
   /** Deletes that failed; their records are kept. */
   failed: Array<{ path: string; message: string }>;
 }
@@ -119,7 +129,7 @@ function _policyInstant(now: string | undefined, clock: () => Date): Date {
   return instant;
 }
 
-type PruneResult = Pick<PruneReport, "planned" | "deleted" | "failed">;
+type PruneResult = Pick<PruneReport, "planned" | "deleted" | "left" | "failed">;
 
 interface PruneContext {
   owner: { pipelineId: string; destinationId: string };
@@ -151,7 +161,7 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
     updated_at,
     reason,
   }));
-  if (!context.apply || planned.length === 0) return { planned, deleted: [], failed: [] };
+  if (!context.apply || planned.length === 0) return { planned, deleted: [], left: [], failed: [] };
   // Listed under the lock, as a run's plan: what is at each planned path
   // decides whether the driver is asked to delete it (removalOf). A symlink
   // there now, a file inside a root nested in this one, or a path whose
@@ -160,9 +170,13 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
   const listing = await driver.list();
   await removeStaleTempFiles(driver, listing);
   const view = storageView(listing);
-  const touched = planned
-    .map((entry) => entry.path)
-    .filter((path) => ["delete", "tidy", "folder"].includes(removalOf(view, path).kind));
+  const touched: string[] = [];
+  const left: PruneReport["left"] = [];
+  for (const { path } of planned) {
+    const removal = removalOf(view, path);
+    if (removal.kind === "left") left.push({ path, why: removal.why });
+    else if (removal.kind !== "gone") touched.push(path);
+  }
   // Under unlessStopped, as the apply steps of a run: a signal waits for these
   // deletes to end before it releases the lock (locks.ts).
   const results = touched.length === 0 ? [] : await unlessStopped(() => driver.deleteMany(touched));
@@ -178,7 +192,7 @@ async function _prune(driver: StorageDriver, context: PruneContext): Promise<Pru
     });
     await unlessStopped(() => writeState(driver, next, stateToken));
   }
-  return { planned, deleted, failed };
+  return { planned, deleted, left, failed };
 }
 
 function _withoutRecords(

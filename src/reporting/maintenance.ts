@@ -68,13 +68,20 @@ export function formatPruneReport(report: PruneReport, style: Style): string {
     ? `would delete ${report.planned.length}`
     : `deleted ${report.deleted.length} of ${report.planned.length}, ${report.failed.length} failed`;
   const failedPaths = new Map(report.failed.map((entry) => [entry.path, entry.message]));
+  const leftPaths = new Map(report.left.map((entry) => [entry.path, entry.why]));
   const lines = [
     `${_owner(report)}: ${head} (policy at ${report.now}: max_age ${maxAge}s, keep_latest ${keep})`,
     ..._limited(
       report.planned.map((entry) => {
         const failure = failedPaths.get(entry.path);
+        const left = leftPaths.get(entry.path);
         const mark = failure === undefined ? "-" : paint("!", "red", style);
-        const tail = failure === undefined ? "" : ` — ${paint(`failed: ${failure}`, "red", style)}`;
+        const tail =
+          failure !== undefined
+            ? ` — ${paint(`failed: ${failure}`, "red", style)}`
+            : left !== undefined
+              ? ` — record dropped, not deleted: ${left}`
+              : "";
         return `  ${mark} ${entry.path} (${entry.reason})${tail}`;
       }),
     ),
