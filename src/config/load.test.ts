@@ -403,6 +403,35 @@ destinations:
     });
   });
 
+  test("a mistyped glob is a config error, never a pattern that matches nothing", async () => {
+    // picomatch alone turns these into a regex that never matches: an exclude
+    // would then keep nothing out.
+    const cases = [
+      ["drafts/{a,b", "a `{` or `(` is not closed"],
+      ["*.{md", "a `{` or `(` is not closed"],
+      ["[z-a]*", "a `[...]` range runs backwards"],
+    ];
+    for (const [glob, reason] of cases) {
+      const dir = await withConfig(
+        MINIMAL.replace(
+          "destinations: [site]",
+          `destinations: [site]\n    exclude: ["ok/**", ${JSON.stringify(glob)}]`,
+        ),
+      );
+      await assert.rejects(loadConfig({ cwd: dir, env: {} }), (error) => {
+        assert.ok(error instanceof DistributorError);
+        assert.equal(error.code, "config_invalid");
+        assert.ok(
+          error.message.includes(
+            `pipelines.reports.exclude[1]: invalid glob ${JSON.stringify(glob)}: ${reason}`,
+          ),
+          error.message,
+        );
+        return true;
+      });
+    }
+  });
+
   test("an empty include selects nothing", async () => {
     const dir = await withConfig(
       MINIMAL.replace("destinations: [site]", "destinations: [site]\n    include: []"),

@@ -123,14 +123,20 @@ function _compile(globs: string[], context: CompileContext): (manifestPath: stri
       // per call: the exact glob text, or its regex (clean paths need no
       // slash conversion).
       // makeRe skips picomatch()'s platform default: pass it, so that a glob
-      // reads the same as before on Windows too.
-      const regex = picomatch.makeRe(glob, { dot: true, windows: process.platform === "win32" });
+      // reads the same as before on Windows too. `debug` makes a glob whose
+      // regex does not compile (`{a,b`, `[z-a]`) throw: without it picomatch
+      // returns a regex that matches nothing, and a mistyped `exclude` would
+      // silently publish what it was meant to keep out.
+      const regex = picomatch.makeRe(glob, {
+        dot: true,
+        windows: process.platform === "win32",
+        debug: true,
+      });
       return [(manifestPath: string) => manifestPath === glob || regex.test(manifestPath)];
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
       context.problems.push({
         path: formatKeyPath([...context.path, index]),
-        message: `invalid glob ${JSON.stringify(glob)}: ${reason}`,
+        message: `invalid glob ${JSON.stringify(glob)}: ${_globFailure(error)}`,
       });
       return [];
     }
@@ -139,6 +145,19 @@ function _compile(globs: string[], context: CompileContext): (manifestPath: stri
   // manifest paths are clean: the default include needs no regex per file.
   if (globs.includes("**")) return () => true;
   return (manifestPath) => matchers.some((matches) => matches(manifestPath));
+}
+
+/**
+ * Why a glob did not compile, in the glob's terms: the regex engine's own
+ * message names the regex picomatch built, which the user never wrote.
+ */
+function _globFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof SyntaxError)) return message;
+  const engine = message.slice(message.lastIndexOf(": ") + 2);
+  if (/unterminated group/i.test(engine)) return "a `{` or `(` is not closed";
+  if (/range out of order/i.test(engine)) return "a `[...]` range runs backwards, as in `[z-a]`";
+  return `it does not compile (${engine}); check its brackets and braces`;
 }
 
 function _isRecord(value: unknown): value is Record<string, unknown> {
