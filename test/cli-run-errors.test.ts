@@ -234,6 +234,39 @@ describe("locked", () => {
     assert.match(human.stderr + human.stdout, /locked/);
   });
 
+  test("what a planted lock or state says reaches the terminal as escapes, never as controls", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    // Anyone who can write to the root can plant these: raw, the CR and the
+    // escape sequences would erase the line and print a fake verdict.
+    const fake = "ci-01\u001b[2K\rweb: skip_same (nothing to do)\u001b[8m";
+    const lock = JSON.stringify({
+      hostname: fake,
+      pid: process.pid,
+      started_at: "2026-01-01T00:00:00Z",
+    });
+    await writeFile(path.join(s.root, ".distributor.lock"), lock);
+    // V8's JSON.parse error quotes the start of the bytes.
+    await writeFile(path.join(s.root, ".distributor.json"), "X\u001b[2K\rall outputs match");
+    const status = await runCli(["status", "--config", s.config]);
+    const run = await s.run();
+    assert.equal(run.code, 1);
+    const verify = await runCli(["verify", "--config", s.config]);
+    assert.equal(verify.code, 1);
+    for (const [name, text, shown] of [
+      ["status", status.stdout, "ci-01\\x1b[2K\\x0dweb: skip_same"],
+      ["run", run.stderr + run.stdout, "ci-01\\x1b[2K\\x0dweb: skip_same"],
+      ["verify", verify.stderr + verify.stdout, "X\\x1b[2K\\x0dall"],
+    ] as const) {
+      assert.doesNotMatch(text, /[\u001b\r]/, `${name}: ${JSON.stringify(text)}`);
+      assert.ok(text.includes(shown), `${name}: ${text}`);
+    }
+    // --json keeps the holder's name as it is, escaped the JSON way.
+    const { json } = await s.runJson();
+    const error = json.error ?? json.results?.[0]?.error;
+    assert.ok(error?.message.includes(fake), JSON.stringify(json));
+  });
+
   test("a lock of a dead process on this host is taken over with a warning", async () => {
     const s = await scenario();
     await mkdir(s.root, { recursive: true });

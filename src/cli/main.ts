@@ -16,6 +16,7 @@ import { registerMaintenanceCommands } from "./maintenance-commands.js";
 import {
   hasPrintedJson,
   type OutputMode,
+  printHuman,
   printJson,
   progressBar,
   reportFailure,
@@ -155,7 +156,7 @@ function buildProgram(setExit: (code: number) => void): Command {
     .action(async (flags: CommonFlags & { source?: string }) => {
       const report = await validate({ configFile: flags.config, source: flags.source });
       if (flags.json) printJson(report);
-      else process.stdout.write(formatValidate(report));
+      else printHuman(formatValidate(report));
       setExit(0);
     });
 
@@ -169,7 +170,7 @@ function buildProgram(setExit: (code: number) => void): Command {
     .action(async (flags: CommonFlags) => {
       const report = await status({ configFile: flags.config });
       if (flags.json) printJson(report);
-      else process.stdout.write(formatStatus(report));
+      else printHuman(formatStatus(report));
       // A root that could not be read is a storage error (SPEC §10: exit 1).
       setExit(report.ok ? 0 : 1);
     });
@@ -204,8 +205,10 @@ async function runCommand(flags: CommonFlags & RunFlags): Promise<number> {
     });
     bar.stop();
     if (mode.json) printJson(report);
-    else if (!mode.quiet || !report.ok)
-      process.stdout.write(formatRunReport(report, stdoutStyle()));
+    else if (!mode.quiet || !report.ok) {
+      const style = stdoutStyle();
+      printHuman(formatRunReport(report, style), style);
+    }
     return report.ok ? 0 : 1;
   } finally {
     bar.stop();

@@ -12,7 +12,7 @@ import {
   formatReconcileReport,
   formatVerifyReport,
 } from "../reporting/maintenance.js";
-import { printJson, stdoutStyle, warn } from "./output.js";
+import { printHuman, printJson, stdoutStyle, warn } from "./output.js";
 
 interface SelectorFlags {
   config?: string;
@@ -58,7 +58,7 @@ function once(flag: string) {
 
 function _print<T>(report: T, flags: SelectorFlags, format: (report: T) => string): void {
   if (flags.json) printJson(report);
-  else process.stdout.write(format(report));
+  else printHuman(format(report));
 }
 
 /** Add reconcile-state, verify and prune to `program`; `setExit` receives each command's exit code. */

@@ -46,7 +46,44 @@ export function stdoutFlushed(): Promise<void> {
 }
 
 export function warn(message: string): void {
-  process.stderr.write(`${message}\n`);
+  process.stderr.write(`${terminalSafe(message, stderrStyle())}\n`);
+}
+
+/** Human text on stdout, with what came from storage made harmless (terminalSafe). */
+export function printHuman(text: string, style: Style = stdoutStyle()): void {
+  process.stdout.write(terminalSafe(text, style));
+}
+
+/**
+ * Control characters a human report must not pass to a terminal as they
+ * are: C0 but newline and tab (CR and ESC let text rewrite or hide lines),
+ * DEL, C1, and the bidirectional overrides that reorder a line. Only the
+ * colour sequences `paint` writes are kept, and only when colour is on.
+ */
+const UNSAFE_FOR_TERMINAL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to find them
+  /\u001b\[(?:0|1|2|31|32|33)m|[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with every control character shown as an escape (`\x1b`, `\u202e`).
+ * Reports quote what storage holds (a lock's hostname, a broken state's
+ * bytes, file names in a root), which anyone who can write there chooses:
+ * printed raw, an escape sequence could erase a line and write another, a
+ * fake "skip_same" over a failure.
+ */
+export function terminalSafe(text: string, style: Style): string {
+  return text.replace(UNSAFE_FOR_TERMINAL, (match) => {
+    if (match.length > 1)
+      return style.color ? match : _escaped(match[0] as string) + match.slice(1);
+    return _escaped(match);
+  });
+}
+
+function _escaped(char: string): string {
+  const code = char.charCodeAt(0);
+  return code < 0x100
+    ? `\\x${code.toString(16).padStart(2, "0")}`
+    : `\\u${code.toString(16).padStart(4, "0")}`;
 }
 
 /**
@@ -57,7 +94,10 @@ export function warn(message: string): void {
 export function reportFailure(error: unknown, mode: OutputMode): number {
   const report = toErrorReport(error);
   if (mode.json) printJson({ ok: false, error: report });
-  else process.stderr.write(`${formatError(report, stderrStyle()).join("\n")}\n`);
+  else {
+    const style = stderrStyle();
+    process.stderr.write(`${terminalSafe(formatError(report, style).join("\n"), style)}\n`);
+  }
   if (process.env.DISTRIBUTOR_DEBUG === "1" && error instanceof Error && error.stack) {
     process.stderr.write(`${error.stack}\n`);
   }
