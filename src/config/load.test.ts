@@ -432,6 +432,50 @@ destinations:
     }
   });
 
+  test("a key __proto__ is a config error wherever it is, never silently dropped", async () => {
+    const cases: [string, string][] = [
+      [
+        `${MINIMAL}  __proto__: { storage: { root: /etc } }\n`,
+        'destinations.__proto__: "__proto__" is not a valid destination id',
+      ],
+      [
+        MINIMAL.replace("  reports:", "  __proto__:"),
+        'pipelines.__proto__: "__proto__" is not a valid pipeline id',
+      ],
+      [
+        MINIMAL.replace("{ root: ./public }", "{ root: ./public, __proto__: { root: /etc } }"),
+        'destinations.site.storage.__proto__: "__proto__" is not a key distributor knows',
+      ],
+    ];
+    for (const [text, expected] of cases) {
+      const dir = await withConfig(text);
+      await assert.rejects(loadConfig({ cwd: dir, env: {} }), (error) => {
+        assert.ok(error instanceof DistributorError);
+        assert.equal(error.code, "config_invalid");
+        assert.ok(error.message.includes(expected), error.message);
+        return true;
+      });
+    }
+  });
+
+  test("a config file that is not UTF-8 is refused, naming the line", async () => {
+    // root: ./publé, saved as Latin-1 (é is the one byte 0xe9).
+    const [before, after] = MINIMAL.split("./public");
+    const latin1 = Buffer.concat([
+      Buffer.from(`${before}./publ`),
+      Buffer.from([0xe9]),
+      Buffer.from(after ?? ""),
+    ]);
+    const dir = await withConfig("");
+    await writeFile(path.join(dir, "distributor.yaml"), latin1);
+    await assert.rejects(loadConfig({ cwd: dir, env: {} }), (error) => {
+      assert.ok(error instanceof DistributorError);
+      assert.equal(error.code, "config_invalid");
+      assert.match(error.message, /is not valid UTF-8 text \(line 7\)\. Save it as UTF-8\./);
+      return true;
+    });
+  });
+
   test("an empty include selects nothing", async () => {
     const dir = await withConfig(
       MINIMAL.replace("destinations: [site]", "destinations: [site]\n    include: []"),

@@ -8,9 +8,15 @@ import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { DistributorError } from "../errors.js";
 import { interpolateEnv } from "./interpolate.js";
-import { type ConfigProblem, configError, problemsFromZod, zodErrorMap } from "./issues.js";
+import {
+  type ConfigProblem,
+  configError,
+  formatKeyPath,
+  problemsFromZod,
+  zodErrorMap,
+} from "./issues.js";
 import { destinationRefProblems, normalizeConfig } from "./normalize.js";
-import { configSchema } from "./schema.js";
+import { configSchema, ID_RULE } from "./schema.js";
 import type { Config } from "./types.js";
 
 export { noSourceError, selectPairs } from "./select.js";
@@ -63,6 +69,7 @@ export function configFromData(data: unknown, options: ConfigFromDataOptions): C
   const interpolated = interpolateEnv(data, options.env ?? process.env);
   const parsed = configSchema.safeParse(interpolated.value, { error: zodErrorMap });
   const problems = _mergeProblems([
+    _protoKeyProblems(data, []),
     interpolated.problems,
     parsed.success ? [] : problemsFromZod(parsed.error.issues),
     destinationRefProblems(interpolated.value),
@@ -71,6 +78,29 @@ export function configFromData(data: unknown, options: ConfigFromDataOptions): C
   const normalized = normalizeConfig(parsed.data, file);
   if (normalized.problems.length > 0) throw configError(file, normalized.problems);
   return normalized.config;
+}
+
+/**
+ * Every `__proto__` key of the parsed file. The YAML parser keeps one as an
+ * ordinary key, but the schema's records drop it without a word, so a
+ * pipeline or destination named `__proto__` would vanish while `validate`
+ * says ok.
+ */
+function _protoKeyProblems(node: unknown, at: PropertyKey[]): ConfigProblem[] {
+  if (node === null || typeof node !== "object") return [];
+  const problems: ConfigProblem[] = [];
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "__proto__") {
+      const what =
+        at.length === 1 && (at[0] === "pipelines" || at[0] === "destinations")
+          ? `is not a valid ${at[0] === "pipelines" ? "pipeline" : "destination"} id: ${ID_RULE}`
+          : "is not a key distributor knows";
+      problems.push({ path: formatKeyPath([...at, key]), message: `"__proto__" ${what}` });
+    } else {
+      problems.push(..._protoKeyProblems(value, [...at, Array.isArray(node) ? Number(key) : key]));
+    }
+  }
+  return problems;
 }
 
 /**
@@ -111,8 +141,9 @@ const ORIGIN_TEXT: Record<FileOrigin, string> = {
 };
 
 async function _readConfigFile(file: string, origin: FileOrigin): Promise<string> {
+  let bytes: Buffer;
   try {
-    return await readFile(file, "utf8");
+    bytes = await readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =
@@ -126,6 +157,35 @@ async function _readConfigFile(file: string, origin: FileOrigin): Promise<string
       `Configuration file ${file} (${ORIGIN_TEXT[origin]}) ${reason}. Create it, or choose another file with --config FILE or the ${CONFIG_ENV_VAR} environment variable.`,
       { paths: [file], cause: error },
     );
+  }
+  try {
+    // Fatal: a byte that is not UTF-8 would otherwise become U+FFFD, and a
+    // root or source path holding it would name another directory.
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new DistributorError(
+      "config_invalid",
+      `Configuration file ${file} (${ORIGIN_TEXT[origin]}) is not valid UTF-8 text (line ${_firstBadLine(bytes)}). Save it as UTF-8.`,
+      { paths: [file] },
+    );
+  }
+}
+
+/** The 1-based line of the first byte sequence that is not UTF-8. */
+function _firstBadLine(bytes: Buffer): number {
+  let start = 0;
+  let line = 1;
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  for (let end = bytes.indexOf(10); ; end = bytes.indexOf(10, start)) {
+    const stop = end === -1 ? bytes.length : end;
+    try {
+      decoder.decode(bytes.subarray(start, stop));
+    } catch {
+      return line;
+    }
+    if (end === -1) return line;
+    start = end + 1;
+    line++;
   }
 }
 

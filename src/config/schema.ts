@@ -9,6 +9,9 @@ import { cleanPathProblem } from "../paths.js";
 
 /** Pipeline and destination ids: slug-like, 1–64 characters. */
 const ID_PATTERN = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
+/** What a bad id's message asks for. */
+export const ID_RULE =
+  'use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit';
 /** `max_age` values: a whole number and one unit (s, m, h, d, w). */
 export const DURATION_PATTERN = /^([0-9]+)([smhdw])$/;
 const DEFAULT_INCLUDE = ["**"];
@@ -17,8 +20,7 @@ const DEFAULT_MAX_CONCURRENCY = 16;
 
 function _idSchema(what: string) {
   return z.string().regex(ID_PATTERN, {
-    error: (issue) =>
-      `${JSON.stringify(issue.input)} is not a valid ${what} id: use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit`,
+    error: (issue) => `${JSON.stringify(issue.input)} is not a valid ${what} id: ${ID_RULE}`,
   });
 }
 
