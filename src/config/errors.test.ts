@@ -215,6 +215,12 @@ destinations:
     assert.deepEqual(problemLines(spaced), [
       "destinations.site.url: must not contain spaces (percent-encode them: %20)",
     ]);
+    for (const url of ["https://x.test/a?b=1", "https://x.test/a/#top", "https://x.test/?"]) {
+      const error = await configErrorOf(siteWith(`    url: "${url}"\n`));
+      assert.deepEqual(problemLines(error), [
+        "destinations.site.url: must not have a query (?) or fragment (#): output paths are appended to it",
+      ]);
+    }
     const error = await configErrorOf(
       siteWith("  bucket: { storage: { type: s3, bucket: b, endpoint: 'localhost:7480' } }\n"),
     );

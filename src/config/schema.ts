@@ -191,6 +191,12 @@ const destinationSchema = z
       .url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" })
       // Recorded as written in every output url: a space there is no URL.
       .refine((value) => !/\s/.test(value), "must not contain spaces (percent-encode them: %20)")
+      // Output paths are appended to it: after a query or fragment they
+      // would land inside it (https://x/a?b=1/report.html).
+      .refine(
+        (value) => !/[?#]/.test(value),
+        "must not have a query (?) or fragment (#): output paths are appended to it",
+      )
       .optional()
       .describe(
         "Base URL of the destination bundle path; output urls are this joined with the output path.",
