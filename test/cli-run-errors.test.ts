@@ -307,6 +307,21 @@ describe("storage_error", () => {
     assert.equal(await readFile(s.root, "utf8"), "not a directory\n");
   });
 
+  test("verify and reconcile-state on a root that is a regular file: storage_error, not no_state", async () => {
+    const s = await scenario();
+    await writeFile(s.root, "not a directory\n");
+    for (const command of [["verify"], ["reconcile-state"]]) {
+      const { code, json, stderr } = await runCliJson<RunJson>([...command, "--config", s.config]);
+      assert.equal(code, 1, `${command[0]}: ${stderr}`);
+      assert.equal(json.error?.code, "storage_error", `${command[0]}: ${JSON.stringify(json)}`);
+      assert.ok(
+        json.error?.message.includes(`the destination root ${s.root} is a file`),
+        JSON.stringify(json),
+      );
+    }
+    assert.equal(await readFile(s.root, "utf8"), "not a directory\n");
+  });
+
   test("a destination root below a regular file: the message names the file in the way", async () => {
     const s = await scenario((base) => ({
       pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },

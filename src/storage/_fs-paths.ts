@@ -190,7 +190,7 @@ export function storageError(
  * a folder (symlinks followed, as the root's path is: the user chose it); null
  * when there is none, or when a part cannot be read.
  */
-function nonFolderOnPath(root: string): string | null {
+export function nonFolderOnPath(root: string): string | null {
   const top = path.parse(root).root;
   let current = top;
   for (const part of root.slice(top.length).split(path.sep)) {

@@ -25,6 +25,7 @@ import { ancestorsOf, LOCK_FILE, STATE_FILE } from "../paths.js";
 import { acquireFsLock, describeFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
+  nonFolderOnPath,
   resolveInside,
   storageError,
   unsafeAncestorError,
@@ -114,10 +115,20 @@ async function statEntry(root: string, relPath: string): Promise<StorageEntry | 
   try {
     return entryFromStats(relPath, await lstat(absolute));
   } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return null;
+    if (absentAt(root, error)) return null;
     throw storageError("inspect", { root, relPath, error });
   }
+}
+
+/**
+ * Whether a failed lookup under `root` means "nothing there": ENOENT, or
+ * ENOTDIR for a file where a folder of the root would be. A root that is
+ * itself a file (or lies under one) is a storage error instead: reading its
+ * state as absent would send the user to publish there, which cannot work.
+ */
+function absentAt(root: string, error: unknown): boolean {
+  const code = errnoCode(error);
+  return code === "ENOENT" || (code === "ENOTDIR" && nonFolderOnPath(root) === null);
 }
 
 /** Open a regular file without following links; `null` when absent. */
@@ -130,8 +141,8 @@ async function openRegular(root: string, relPath: string): Promise<FileHandle | 
   try {
     handle = await open(absolute, READ_FLAGS);
   } catch (error) {
+    if (absentAt(root, error)) return null;
     const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return null;
     // O_NOFOLLOW reports a final symlink as ELOOP (EMLINK on some BSDs).
     const what = code === "ELOOP" || code === "EMLINK" ? "read (it is a symbolic link)" : "read";
     throw storageError(what, { root, relPath, error });
