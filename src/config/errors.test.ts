@@ -204,6 +204,16 @@ destinations:
     assert.deepEqual(error.paths, ["destinations.bucket.storage.prefix"]);
   });
 
+  test("a NUL in a local path: a config error at its key, not a failed read", async () => {
+    const error = await configErrorOf(
+      'pipelines:\n  reports:\n    source: "./bun\\0dle"\n    destinations: [site]\ndestinations:\n  site:\n    storage: { root: "./pub\\0lic" }\n',
+    );
+    assert.deepEqual(problemLines(error), [
+      "pipelines.reports.source: must not contain a NUL character",
+      "destinations.site.storage.root: must not contain a NUL character",
+    ]);
+  });
+
   test("bad urls", async () => {
     for (const url of ["ftp://example.com/", "reports.example.com/archive", "not a url"]) {
       const error = await configErrorOf(siteWith(`    url: "${url}"\n`));

@@ -47,6 +47,14 @@ function _idRecord<T extends z.ZodType>(what: string, value: T) {
     .meta({ propertyNames: { type: "string", pattern: ID_PATTERN.source } });
 }
 
+/** A path on this machine: no operating system takes a NUL byte in one. */
+function _localPath() {
+  return z
+    .string()
+    .min(1, { error: "must not be empty" })
+    .refine((value) => !value.includes("\u0000"), "must not contain a NUL character");
+}
+
 /** A clean relative path (SPEC §5) where "" means the root itself. */
 function _cleanPathOrEmpty() {
   return z.string().superRefine((value, ctx) => {
@@ -85,9 +93,7 @@ const transformSchema = z
 
 const pipelineSchema = z
   .strictObject({
-    source: z
-      .string()
-      .min(1, { error: "must not be empty" })
+    source: _localPath()
       .optional()
       .describe(
         "Source bundle directory (holding manifest.json). Relative paths resolve against the config file's directory. `run --source` overrides it.",
@@ -115,12 +121,9 @@ const filesystemSchema = z
       .literal("filesystem")
       .default("filesystem")
       .describe('Storage type: "filesystem" (the default) or "s3".'),
-    root: z
-      .string()
-      .min(1, { error: "must not be empty" })
-      .describe(
-        "Storage root directory. Relative paths resolve against the config file's directory.",
-      ),
+    root: _localPath().describe(
+      "Storage root directory. Relative paths resolve against the config file's directory.",
+    ),
   })
   .describe("A directory tree on this machine, e.g. one served as a static site.");
 
