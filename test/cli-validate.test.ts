@@ -139,3 +139,30 @@ describe("distributor validate", () => {
     assert.equal(given.code, 0, given.stderr);
   });
 });
+
+describe("empty option values", () => {
+  test("--config '' and --source '' are usage errors, not the defaults", async () => {
+    const s = await scenario();
+    for (const args of [
+      ["validate", "--config", ""],
+      ["validate", "--config", s.config, "--source", ""],
+      ["run", "--config", s.config, "--source", "", "--dry-run"],
+      ["verify", "--config", ""],
+    ]) {
+      const { code, json } = await runCliJson<RunJson>(args);
+      assert.equal(code, 2, args.join(" "));
+      assert.equal(json.error?.code, "usage", JSON.stringify(json));
+      assert.match(
+        json.error?.message ?? "",
+        /argument '' is invalid\. it must not be empty\. See/,
+      );
+    }
+    assert.equal(await exists(s.root), false);
+  });
+
+  test("commander's own messages get one period, not two", async () => {
+    const { code, json } = await runCliJson<RunJson>(["validate", "extra"]);
+    assert.equal(code, 2);
+    assert.match(json.error?.message ?? "", /got 1\. See 'distributor --help'\.$/);
+  });
+});

@@ -3,7 +3,7 @@
  * operation, prints its report, and decides the exit code in one place: 0 ok,
  * 1 the work failed, 2 usage or configuration error (SPEC §10).
  */
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError } from "commander";
 import { DistributorError } from "../errors.js";
 import { installSignalHandlers, interruptedExitCode, STOP_WAIT_MS } from "../execution/locks.js";
 import { run } from "../execution/run.js";
@@ -13,6 +13,7 @@ import { formatRunReport } from "../reporting/human.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 import { formatStatus, formatValidate } from "./format-commands.js";
 import { registerMaintenanceCommands } from "./maintenance-commands.js";
+import { configOption, nonEmpty } from "./options.js";
 import {
   hasPrintedJson,
   type OutputMode,
@@ -97,7 +98,8 @@ function commanderExit(error: CommanderError, mode: OutputMode): number {
       mode,
     );
   }
-  const message = error.message.replace(/^error: /, "");
+  // commander's messages may end with a period of their own.
+  const message = error.message.replace(/^error: /, "").replace(/\.$/, "");
   return reportFailure(
     new DistributorError("usage", `${message}. See 'distributor --help'.`),
     mode,
@@ -114,11 +116,6 @@ function buildProgram(setExit: (code: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeErr: () => {} })
     .showSuggestionAfterError(true);
-  const configOption = () =>
-    new Option(
-      "--config <file>",
-      "config file (default: $DISTRIBUTOR_CONFIG or ./distributor.yaml)",
-    );
 
   program
     .command("run")
@@ -126,7 +123,7 @@ function buildProgram(setExit: (code: number) => void): Command {
     .addOption(configOption())
     .option("--pipeline <id>", "only this pipeline (repeatable)", collect, [])
     .option("--destination <id>", "only this destination (repeatable)", collect, [])
-    .option("--source <dir>", "source bundle directory (overrides the config)")
+    .option("--source <dir>", "source bundle directory (overrides the config)", nonEmpty)
     .option("--dry-run", "plan and report only: no lock, no write")
     .option(
       "--force",
@@ -151,7 +148,7 @@ function buildProgram(setExit: (code: number) => void): Command {
     .command("validate")
     .description("check config, sources and planned outputs without touching destinations")
     .addOption(configOption())
-    .option("--source <dir>", "source bundle directory (overrides the config)")
+    .option("--source <dir>", "source bundle directory (overrides the config)", nonEmpty)
     .option("--json", "print exactly one JSON report on stdout")
     .action(async (flags: CommonFlags & { source?: string }) => {
       const report = await validate({ configFile: flags.config, source: flags.source });

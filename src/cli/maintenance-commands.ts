@@ -12,6 +12,7 @@ import {
   formatReconcileReport,
   formatVerifyReport,
 } from "../reporting/maintenance.js";
+import { configOption } from "./options.js";
 import { printHuman, printJson, stdoutStyle, warn } from "./output.js";
 
 interface SelectorFlags {
@@ -23,12 +24,7 @@ interface SelectorFlags {
 
 function _withSelector(command: Command): Command {
   return command
-    .addOption(
-      new Option(
-        "--config <file>",
-        "config file (default: $DISTRIBUTOR_CONFIG or ./distributor.yaml)",
-      ),
-    )
+    .addOption(configOption())
     .option(
       "--pipeline <id>",
       "the owner's pipeline (optional when the config has one pair)",
