@@ -66,7 +66,7 @@ async function dispatch(argv: readonly string[]): Promise<number> {
       if (mode.json && !hasPrintedJson()) {
         const error = new DistributorError(
           "storage_error",
-          `Interrupted by ${signal} before the command finished: writes already started were completed, nothing else was started, and the locks were released. Run the same command again.`,
+          `Interrupted by ${signal} before the command finished. Nothing is left half-done: a write already started was completed, none was started after, and any lock taken was released (commands that only read, such as validate, status, verify and dry runs, write and lock nothing). Run the same command again.`,
         );
         printJson({ ok: false, error: error.toReport() });
       }
