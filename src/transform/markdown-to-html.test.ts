@@ -90,8 +90,21 @@ describe("renderMarkdownToHtml document", () => {
       (error: unknown) =>
         error instanceof DistributorError &&
         error.code === "transform_failed" &&
-        error.message.includes("docs/legacy.md") &&
+        error.message.includes("docs/legacy.md is not valid UTF-8") &&
         error.paths[0] === "docs/legacy.md",
+    );
+  });
+
+  test("a document too large for one string is said to be that, not bad UTF-8", () => {
+    // One byte over what a JavaScript string holds on Node.js 20, all ASCII.
+    const huge = Buffer.alloc(0x1fffffe8 + 1, 0x61);
+    assert.throws(
+      () => render(huge, { fileName: "huge.md" }),
+      (error: unknown) =>
+        error instanceof DistributorError &&
+        error.code === "transform_failed" &&
+        error.message.includes(`huge.md (${huge.byteLength} bytes) is too large to render`) &&
+        error.paths[0] === "huge.md",
     );
   });
 

@@ -301,9 +301,14 @@ function decodeUtf8(input: Uint8Array, fileName: string): string {
   try {
     return UTF8_DECODER.decode(input);
   } catch (cause) {
+    // Anything but bad bytes is a document too large for one JavaScript
+    // string (about 512 MiB on Node.js 20), which no Markdown library renders.
+    const badBytes = (cause as { code?: string }).code === "ERR_ENCODING_INVALID_ENCODED_DATA";
     throw new DistributorError(
       "transform_failed",
-      `markdown_to_html: ${fileName} is not valid UTF-8 text. Save it as UTF-8, or exclude it from the transform's include.`,
+      badBytes
+        ? `markdown_to_html: ${fileName} is not valid UTF-8 text. Save it as UTF-8, or exclude it from the transform's include.`
+        : `markdown_to_html: ${fileName} (${input.byteLength} bytes) is too large to render as one document. Split it, or exclude it from the transform's include.`,
       { paths: [fileName], cause },
     );
   }
