@@ -54,24 +54,26 @@ interface StringContext {
 }
 
 function _interpolateString(text: string, context: StringContext): string {
-  return text.replace(TOKEN, (match, name: string | undefined) => {
+  // One problem per string, naming all that is wrong in it: the caller keeps
+  // one problem per key path, and a fix of the first alone would only bring
+  // up the next.
+  const found: string[] = [];
+  const result = text.replace(TOKEN, (match, name: string | undefined) => {
     if (match === "$${") return "${";
-    const where = formatKeyPath(context.path);
     if (name === undefined) {
-      context.problems.push({
-        path: where,
-        message: MALFORMED,
-      });
+      if (!found.includes(MALFORMED)) found.push(MALFORMED);
       return match;
     }
     const replacement = context.env[name];
     if (replacement === undefined) {
-      context.problems.push({
-        path: where,
-        message: `environment variable ${name} is not set (used as \${${name}})`,
-      });
+      const message = `environment variable ${name} is not set (used as \${${name}})`;
+      if (!found.includes(message)) found.push(message);
       return match;
     }
     return replacement;
   });
+  if (found.length > 0) {
+    context.problems.push({ path: formatKeyPath(context.path), message: found.join("; ") });
+  }
+  return result;
 }

@@ -295,6 +295,22 @@ destinations:
     });
   });
 
+  test("every unset variable of one value is named at once", async () => {
+    const dir = await withConfig(
+      MINIMAL.replace("./public", `"\${ROOT_A}/\${UNSET_B}/\${ROOT_A}"`),
+    );
+    await assert.rejects(loadConfig({ cwd: dir, env: {} }), (error) => {
+      assert.ok(error instanceof DistributorError);
+      assert.ok(
+        error.message.includes(
+          `destinations.site.storage.root: environment variable ROOT_A is not set (used as \${ROOT_A}); environment variable UNSET_B is not set (used as \${UNSET_B})\n`,
+        ),
+        error.message,
+      );
+      return true;
+    });
+  });
+
   test("a malformed ${ is a config error", async () => {
     const dir = await withConfig(`${MINIMAL}    path: "a/\${oops"\n`);
     await assert.rejects(loadConfig({ cwd: dir, env: {} }), /destinations\.site\.path: malformed/);
