@@ -270,7 +270,23 @@ destinations:
     assert.match(error.message, /^Invalid YAML in .*distributor\.yaml/);
     assert.match(error.message, /distributor\.yaml:\d+:\d+: /);
     const duplicate = await configErrorOf("pipelines: {}\npipelines: {}\n");
-    assert.match(duplicate.message, /distributor\.yaml:2:1: Map keys must be unique/);
+    assert.match(
+      duplicate.message,
+      /distributor\.yaml:2:1: the key "pipelines" is given twice in one mapping$/m,
+    );
+  });
+
+  test("YAML the parser accepts but a config must not hold: where, and in the file's terms", async () => {
+    const twoDocuments = await configErrorOf("pipelines: {}\n---\ndestinations: {}\n");
+    assert.match(
+      twoDocuments.message,
+      /distributor\.yaml:2:1: a second YAML document starts here \(after ---\); a config file holds one$/m,
+    );
+    assert.doesNotMatch(twoDocuments.message, /parseAllDocuments/);
+    const alias = await configErrorOf("pipelines:\n  reports: *nope\n");
+    assert.match(alias.message, /distributor\.yaml:2:12: Unresolved alias .*: nope\. Fix the file/);
+    const tag = await configErrorOf("pipelines: !custom {}\n");
+    assert.match(tag.message, /distributor\.yaml:1:12: Unresolved tag: !custom$/m);
   });
 
   test("the message lists one problem per line and says what to do next", async () => {

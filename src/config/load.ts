@@ -191,26 +191,59 @@ function _firstBadLine(bytes: Buffer): number {
 
 function _parseYaml(text: string, file: string): unknown {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  if (doc.errors.length === 0) {
+  // logLevel "error": the parser's own warnings go to the problems below, not
+  // to stderr as a Node.js process warning.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, logLevel: "error" });
+  const at = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  // Warnings too (an unknown tag such as !custom): a config is read strictly.
+  const problems = [...doc.errors, ...doc.warnings];
+  if (problems.length === 0) {
     try {
       return doc.toJS();
     } catch (error) {
-      // e.g. an alias expanding beyond the yaml package's limit (a "billion laughs" file)
+      // An alias to no anchor, or one expanding beyond the yaml package's
+      // limit (a "billion laughs" file): found only when values are built.
       const reason = error instanceof Error ? error.message : String(error);
-      throw new DistributorError("config_invalid", `Invalid YAML in ${file}: ${reason}`, {
-        paths: [file],
-        cause: error,
-      });
+      const alias = /Unresolved alias.*: (\S+)$/.exec(reason)?.[1];
+      const where = alias === undefined ? -1 : text.indexOf(`*${alias}`);
+      throw new DistributorError(
+        "config_invalid",
+        `Invalid YAML in ${where >= 0 ? at(where) : file}: ${reason}. Fix the file: define each &anchor before its *alias, and keep aliases few.`,
+        { paths: [file], cause: error },
+      );
     }
   }
-  const lines = doc.errors.map((error) => {
-    const { line, col } = lineCounter.linePos(error.pos[0]);
-    return `  ${file}:${line}:${col}: ${error.message}`;
-  });
+  const lines = problems.map(
+    (problem) => `  ${at(problem.pos[0])}: ${_yamlProblem(problem, text)}`,
+  );
   throw new DistributorError(
     "config_invalid",
     `Invalid YAML in ${file}:\n${lines.join("\n")}\nFix the syntax at the line and column shown.`,
     { paths: [file] },
   );
+}
+
+/** The parser's message, in terms of the file rather than of the parser's API. */
+function _yamlProblem(
+  problem: { code: string; message: string; pos: [number, number] },
+  text: string,
+): string {
+  switch (problem.code) {
+    case "MULTIPLE_DOCS":
+      return "a second YAML document starts here (after ---); a config file holds one";
+    case "DUPLICATE_KEY": {
+      // The position marks where the key starts: a plain or quoted scalar up to its colon.
+      const key = /^("(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|'')*'|[^:\n#]*?)\s*:/.exec(
+        text.slice(problem.pos[0]),
+      )?.[1];
+      return key
+        ? `the key ${key.startsWith('"') || key.startsWith("'") ? key : JSON.stringify(key)} is given twice in one mapping`
+        : "a key is given twice in one mapping";
+    }
+    default:
+      return problem.message;
+  }
 }
