@@ -43,6 +43,7 @@ interface StatusJson {
     destination_id: string;
     root: string;
     state: string;
+    state_detail: string | null;
     outputs: number;
     lock: { pid: number } | null;
   }>;
@@ -188,6 +189,17 @@ for (const kind of kinds) {
       const human = await runCli(["status"], { cwd: ws.dir });
       assert.match(human.stdout, /locked \(unreadable lock file: holder unknown\)/);
       assert.doesNotMatch(human.stdout, /unlocked/);
+      assert.deepEqual(
+        status.json.pairs.map((pair) => pair.state_detail),
+        [null, null],
+      );
+      // A broken state: status says why, where recovery starts.
+      await ws.destination.writeFile(".distributor.json", "{broken");
+      const broken = await ws.cli<StatusJson>(["status"]);
+      assert.equal(broken.json.pairs[0]?.state, "invalid");
+      assert.match(broken.json.pairs[0]?.state_detail ?? "", /^invalid \(not JSON: /);
+      const brokenHuman = await runCli(["status"], { cwd: ws.dir });
+      assert.match(brokenHuman.stdout, /alpha → site-a: state invalid \(not JSON: /);
     });
   });
 }

@@ -25,7 +25,7 @@ export function formatStatus(report: StatusReport): string {
           ? "locked (unreadable lock file: holder unknown)"
           : `locked by ${pair.lock.hostname} pid ${pair.lock.pid} since ${pair.lock.started_at}`;
     const updated = pair.updated_at ? `, last update ${pair.updated_at}` : "";
-    return `${where}: state ${pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
+    return `${where}: state ${pair.state_detail ?? pair.state}, ${pair.outputs} owned outputs${updated}, ${lock}\n  root ${pair.root}`;
   });
   return `${lines.join("\n")}\n`;
 }

@@ -8,6 +8,7 @@
 import { loadConfig, selectPairs } from "../config/load.js";
 import type { Config } from "../config/types.js";
 import { DistributorError, type ErrorReport, type LockHolder } from "../errors.js";
+import { describeState } from "../state/read.js";
 import type { StateClass } from "../state/types.js";
 import { openDestination } from "../storage/create-driver.js";
 import { readState } from "./root-io.js";
@@ -25,6 +26,11 @@ export interface PairStatus {
   root: string;
   /** The state's class, or null when the root could not be read (see `error`). */
   state: StateClass | null;
+  /**
+   * For a state that is not valid, why: `invalid (not JSON: …)`, `legacy
+   * (schema_version 3)`; null otherwise. Status is where recovery starts.
+   */
+  state_detail: string | null;
   /** Records owned by this pair (0 unless the state is valid). */
   outputs: number;
   /** The state's `updated_at`, or null when there is no valid state. */
@@ -53,7 +59,7 @@ export async function status(options: StatusOptions = {}): Promise<StatusReport>
       read = await Promise.all([readState(driver), driver.readLock()]);
     } catch (error) {
       if (!(error instanceof DistributorError)) throw error;
-      const failed = { state: null, outputs: 0, updated_at: null, lock: null };
+      const failed = { state: null, state_detail: null, outputs: 0, updated_at: null, lock: null };
       pairs.push({ ...ids, ...failed, error: error.toReport() });
       continue;
     }
@@ -62,6 +68,8 @@ export async function status(options: StatusOptions = {}): Promise<StatusReport>
     pairs.push({
       ...ids,
       state: state.class,
+      state_detail:
+        state.class === "valid" || state.class === "missing" ? null : describeState(state),
       outputs:
         valid?.outputs.filter(
           (record) =>
