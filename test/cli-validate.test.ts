@@ -111,6 +111,23 @@ describe("distributor validate", () => {
     assert.deepEqual(json.error?.paths, ["index.md"]);
   });
 
+  test("several documents that cannot be rendered: all named at once, by path", async () => {
+    const s = await scenario();
+    const latin1 = Buffer.from([0x23, 0x20, 0xe9, 0x0a]);
+    const dir = await s.bundle("latin1-many", {
+      ...SITE_FILES,
+      "z/last.md": latin1,
+      "index.md": latin1,
+      "a/first.md": latin1,
+    });
+    const json = await assertFails(s, "transform_failed", 1, ["--source", dir]);
+    assert.deepEqual(json.error?.paths, ["a/first.md", "index.md", "z/last.md"]);
+    assert.match(
+      json.error?.message ?? "",
+      /^markdown_to_html: 3 documents cannot be rendered: a\/first\.md is not valid UTF-8 text\. .*; index\.md is not valid/,
+    );
+  });
+
   test("an unknown config key: config_invalid naming its key path, exit 2", async () => {
     const s = await scenario((base) => {
       const spec = defaultSpec(base);

@@ -96,6 +96,7 @@ export async function planOutputs(
   let cache: CacheLookup | undefined;
   const { renderCache } = options;
   const generated: PlannedOutput[] = [];
+  const renderFailures: DistributorError[] = [];
   const budget = options.keepBytes;
   const store =
     budget && budget.remaining > 0
@@ -125,12 +126,22 @@ export async function planOutputs(
       return renderHere;
     },
     onContent: (file, content) => {
-      const rendered = render(file, content, layout as Layout);
+      let rendered: PlannedOutput;
+      try {
+        rendered = render(file, content, layout as Layout);
+      } catch (error) {
+        // Every document that cannot be rendered is named at once, as every
+        // bad source file is: fixing one should not only bring up the next.
+        if (!(error instanceof DistributorError && error.code === "transform_failed")) throw error;
+        renderFailures.push(error);
+        return;
+      }
       cache?.record(file.path, rendered);
       generated.push(rendered);
     },
   });
   if (!layout) throw layoutError;
+  if (renderFailures.length > 0) throw transformFailures(renderFailures);
   if (store && budget) {
     budget.remaining -= usedBytes(store);
     attachKeptBytes(layout.sources, sourceIndexes, bundle.files, store);
@@ -150,6 +161,21 @@ export async function planOutputs(
     generated.push(deferredOutput(file, cached, layout, cache as CacheLookup, checkerOf));
   }
   return [...layout.sources, ...generated].sort((a, b) => compareUtf8(a.path, b.path));
+}
+
+/** One `transform_failed` for every document that could not be rendered, by path. */
+function transformFailures(unordered: readonly DistributorError[]): DistributorError {
+  if (unordered.length === 1) return unordered[0] as DistributorError;
+  const failures = [...unordered].sort((a, b) => compareUtf8(a.paths[0] ?? "", b.paths[0] ?? ""));
+  const shown = failures
+    .slice(0, 5)
+    .map((failure) => failure.message.replace(/^markdown_to_html: /, ""));
+  const more = failures.length > shown.length ? `; and ${failures.length - shown.length} more` : "";
+  return new DistributorError(
+    "transform_failed",
+    `markdown_to_html: ${failures.length} documents cannot be rendered: ${shown.join("; ")}${more}`,
+    { paths: failures.slice(0, 100).flatMap((failure) => failure.paths) },
+  );
 }
 
 /**
