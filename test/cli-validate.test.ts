@@ -183,3 +183,18 @@ describe("empty option values", () => {
     assert.match(json.error?.message ?? "", /got 1\. See 'distributor --help'\.$/);
   });
 });
+
+describe("--json as commander reads it", () => {
+  test("a value or an argument after -- that reads --json does not switch the output to JSON", async () => {
+    const s = await scenario();
+    for (const args of [
+      ["validate", "--config", "--json"],
+      ["run", "--config", s.config, "--", "--json"],
+    ]) {
+      const { code, stdout, stderr } = await runCli(args);
+      assert.equal(code, 2, args.join(" "));
+      assert.equal(stdout, "", "no JSON document");
+      assert.match(stderr, /^error \[(usage|config_invalid)\] /);
+    }
+  });
+});

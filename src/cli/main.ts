@@ -46,7 +46,9 @@ async function dispatch(argv: readonly string[]): Promise<number> {
   // distributor supports Node.js 20 (SPEC §13); the AWS SDK's notice that its
   // future releases will not is for SDK maintainers, not for our users' stderr.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
-  const mode: OutputMode = { json: argv.includes("--json"), quiet: argv.includes("--quiet") };
+  // Known before commander parses, so that a usage error is reported in the
+  // form asked for; read as commander will (see flagGiven).
+  const mode: OutputMode = { json: flagGiven(argv, "--json"), quiet: flagGiven(argv, "--quiet") };
   let exitCode = 0;
   const program = buildProgram((code) => {
     exitCode = code;
@@ -85,6 +87,23 @@ async function dispatch(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) return commanderExit(error, mode);
     return reportFailure(error, mode);
   }
+}
+
+/** Options that take a value: the word after one is that value, never a flag. */
+const VALUE_OPTIONS = new Set(["--config", "--pipeline", "--destination", "--source", "--now"]);
+
+/**
+ * Whether `flag` is on the command line as commander reads it: not as the
+ * value of an option (`--config --json` names a file), not after `--`.
+ */
+export function flagGiven(argv: readonly string[], flag: string): boolean {
+  for (let index = 0; index < argv.length; index++) {
+    const word = argv[index];
+    if (word === "--") return false;
+    if (word === flag) return true;
+    if (word !== undefined && VALUE_OPTIONS.has(word)) index++;
+  }
+  return false;
 }
 
 function commanderExit(error: CommanderError, mode: OutputMode): number {
