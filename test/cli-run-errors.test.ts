@@ -109,11 +109,17 @@ describe("usage", () => {
   });
 
   test("no command after --, or help for an unknown command: exit 2, usage, one JSON document", async () => {
-    for (const args of [["--"], ["help", "nosuch"]]) {
+    for (const [args, said] of [
+      [["--"], "no command."],
+      [["help", "nosuch"], 'no command named "nosuch".'],
+    ] as const) {
       const human = await runCli(args);
       assert.equal(human.code, 2, args.join(" "));
       assert.match(human.stderr, /usage/);
-      const { code, json } = await runCliJson<{ ok: boolean; error?: { code: string } }>(args);
+      assert.ok(human.stderr.includes(said), human.stderr);
+      // --json before the words: after "--" it would be an argument.
+      const { code, stdout } = await runCli(["--json", ...args]);
+      const json = JSON.parse(stdout) as { ok: boolean; error?: { code: string } };
       assert.equal(code, 2, args.join(" "));
       assert.equal(json.ok, false);
       assert.equal(json.error?.code, "usage");

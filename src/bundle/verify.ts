@@ -62,7 +62,7 @@ async function readManifestBytes(root: string): Promise<Uint8Array> {
     if (!(await handle.stat()).isFile()) {
       throw new DistributorError(
         "source_invalid",
-        `Source bundle ${root}: manifest.json is not a regular file.`,
+        `Source bundle ${root}: manifest.json is not a regular file. The producer writes it as a file at the bundle's top; point the source at a complete bundle.`,
         { paths: [MANIFEST_FILE] },
       );
     }

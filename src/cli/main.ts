@@ -84,7 +84,7 @@ async function dispatch(argv: readonly string[]): Promise<number> {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;
   } catch (error) {
-    if (error instanceof CommanderError) return commanderExit(error, mode);
+    if (error instanceof CommanderError) return commanderExit(error, mode, argv);
     return reportFailure(error, mode);
   }
 }
@@ -106,16 +106,21 @@ export function flagGiven(argv: readonly string[], flag: string): boolean {
   return false;
 }
 
-function commanderExit(error: CommanderError, mode: OutputMode): number {
+/** The command `distributor help NAME` asked about, if any. */
+function helpTopic(argv: readonly string[]): string | undefined {
+  const words = argv.filter((word) => !word.startsWith("-"));
+  return words[0] === "help" ? words[1] : words[0];
+}
+
+function commanderExit(error: CommanderError, mode: OutputMode, argv: readonly string[]): number {
   if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
   if (error.code === "commander.help") {
     if (error.exitCode === 0) return 0;
     // Help shown for an error (`distributor --`, `distributor help nosuch`):
     // commander's text went to the silenced stderr; this is a usage error.
-    return reportFailure(
-      new DistributorError("usage", "no command, or an unknown one. See 'distributor --help'."),
-      mode,
-    );
+    const asked = helpTopic(argv);
+    const what = asked === undefined ? "no command" : `no command named ${JSON.stringify(asked)}`;
+    return reportFailure(new DistributorError("usage", `${what}. See 'distributor --help'.`), mode);
   }
   // commander's messages may end with a period of their own.
   const message = error.message.replace(/^error: /, "").replace(/\.$/, "");

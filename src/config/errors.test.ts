@@ -214,6 +214,19 @@ destinations:
     ]);
   });
 
+  test("an empty region and a list of pipelines, in plain words", async () => {
+    const region = await configErrorOf(
+      siteWith("  bucket: { storage: { type: s3, bucket: b, region: '' } }\n"),
+    );
+    assert.deepEqual(problemLines(region), [
+      "destinations.bucket.storage.region: must not be empty",
+    ]);
+    const list = await configErrorOf(
+      "pipelines: []\ndestinations:\n  site: { storage: { root: ./p } }\n",
+    );
+    assert.deepEqual(problemLines(list), ["pipelines: expected a mapping, got a list"]);
+  });
+
   test("bad urls", async () => {
     for (const url of ["ftp://example.com/", "reports.example.com/archive", "not a url"]) {
       const error = await configErrorOf(siteWith(`    url: "${url}"\n`));

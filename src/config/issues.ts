@@ -40,7 +40,7 @@ function _describeInput(input: unknown): string {
 }
 
 function _describeExpected(expected: string): string {
-  if (expected === "object") return "a mapping";
+  if (expected === "object" || expected === "record") return "a mapping";
   if (expected === "array") return "a list";
   if (expected === "int") return "a whole number";
   return `a ${expected}`;

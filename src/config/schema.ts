@@ -136,7 +136,11 @@ const s3Schema = z
       .describe(
         'Key prefix inside the bucket (a clean relative path, no leading or trailing "/"). Default: "" (the bucket root).',
       ),
-    region: z.string().min(1).optional().describe("AWS region. Default: from the AWS environment."),
+    region: z
+      .string()
+      .min(1, { error: "must not be empty" })
+      .optional()
+      .describe("AWS region. Default: from the AWS environment."),
     endpoint: z
       .url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" })
       .optional()
