@@ -262,6 +262,14 @@ destinations:
     assert.deepEqual(problemLines(error), [
       'destinations.site.retention.prune.max_age: required when prune is set (a duration like "30d")',
     ]);
+    for (const maxAge of ["99999999999999999999999d", "521900w"]) {
+      const tooLong = await configErrorOf(
+        siteWith(`    retention: { prune: { max_age: "${maxAge}" } }\n`),
+      );
+      assert.deepEqual(problemLines(tooLong), [
+        `destinations.site.retention.prune.max_age: "${maxAge}" is longer than the 10,000 years timestamps span: nothing could ever be pruned; remove retention.prune to keep everything`,
+      ]);
+    }
   });
 
   test("unknown and repeated destination references", async () => {

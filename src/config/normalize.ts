@@ -7,7 +7,7 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { type ConfigProblem, formatKeyPath } from "./issues.js";
 import {
-  DURATION_PATTERN,
+  durationSeconds,
   type RawConfig,
   type RawDestination,
   type RawPipeline,
@@ -19,16 +19,6 @@ import type {
   StorageConfig,
   TransformConfig,
 } from "./types.js";
-
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
-
-/** Seconds in a schema-valid duration like "30d". */
-function durationSeconds(duration: string): number {
-  const match = DURATION_PATTERN.exec(duration);
-  const unit = match?.[2];
-  if (match === null || unit === undefined) throw new Error(`not a duration: ${duration}`);
-  return Number(match[1]) * (UNIT_SECONDS[unit] ?? Number.NaN);
-}
 
 export interface NormalizeResult {
   config: Config;

@@ -14,6 +14,20 @@ export const ID_RULE =
   'use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit';
 /** `max_age` values: a whole number and one unit (s, m, h, d, w). */
 export const DURATION_PATTERN = /^([0-9]+)([smhdw])$/;
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
+/**
+ * Timestamps span the years 0000-9999: an output older than this does not
+ * exist, and a larger number would print as 8.6e+27 in every report.
+ */
+const MAX_AGE_SECONDS = 10_000 * 365.25 * 86_400;
+
+/** Seconds in a duration like "30d" (NaN for anything else). */
+export function durationSeconds(duration: string): number {
+  const match = DURATION_PATTERN.exec(duration);
+  const unit = match?.[2];
+  if (match === null || unit === undefined) return Number.NaN;
+  return Number(match[1]) * (UNIT_SECONDS[unit] ?? Number.NaN);
+}
 const DEFAULT_INCLUDE = ["**"];
 const DEFAULT_TRANSFORM_INCLUDE = ["**/*.md", "**/*.markdown"];
 const DEFAULT_MAX_CONCURRENCY = 16;
@@ -173,6 +187,11 @@ const pruneSchema = z.strictObject({
     .regex(DURATION_PATTERN, {
       error: (issue) =>
         `${JSON.stringify(issue.input)} is not a duration: write a whole number and a unit s, m, h, d or w, like "30d"`,
+    })
+    .refine((value) => !(durationSeconds(value) > MAX_AGE_SECONDS), {
+      error: (issue) =>
+        `${JSON.stringify(issue.input)} is longer than the 10,000 years timestamps span: nothing could ever be pruned; remove retention.prune to keep everything`,
+      abort: true,
     })
     .describe(
       'Outputs not updated for longer than this are pruned, e.g. "30d". Units: s, m, h, d, w.',
