@@ -145,6 +145,14 @@ describe("parseManifest", () => {
       withFile({ ...goodFile, path: "x", size: "12" }),
       "files[1].size: must be a number",
     );
+    // JSON.parse reads 1e400 as Infinity.
+    const huge = new TextDecoder()
+      .decode(withFile({ ...goodFile, path: "x", size: 424242 }))
+      .replace("424242", "1e400");
+    expectInvalid(
+      new TextEncoder().encode(huge),
+      "files[1].size: must be a whole number of bytes, at most 9007199254740991",
+    );
   });
 
   test("sha256 must be sha256: and 64 lowercase hex digits", () => {

@@ -27,7 +27,13 @@ const fileSchema = z.strictObject(
       if (problem) ctx.addIssue({ code: "custom", message: problem });
     }),
     size: z
-      .number({ error: "must be a number" })
+      .number({
+        // JSON.parse reads 1e400 as Infinity, which is a number, just no size.
+        error: (issue) =>
+          typeof issue.input === "number"
+            ? "must be a whole number of bytes, at most 9007199254740991"
+            : "must be a number",
+      })
       .refine(Number.isSafeInteger, "must be a whole number of bytes")
       .refine((n) => n >= 0, "must be 0 or greater"),
     sha256: z
