@@ -126,6 +126,31 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     assert.ok(Date.now() - started < 20_000, `gave up after ${Date.now() - started} ms`);
   });
 
+  it("a conditional write answered 409 ConditionalRequestConflict is retried, as AWS asks", async (t) => {
+    const { proxy, driver } = await hungDriver(t);
+    const state = new TextEncoder().encode('{"schema_version":4}\n');
+    const conflict = { status: 409, code: "ConditionalRequestConflict" };
+    proxy.errorNext(2, conflict, { method: "PUT", path: /\.distributor\.json$/ });
+    const token = await driver.write(
+      ".distributor.json",
+      { type: "bytes", bytes: state },
+      {
+        ifMatch: null,
+      },
+    );
+    assert.ok(token !== "", "written on the third attempt");
+    assert.equal(outcomes(proxy, 409), 2);
+    assert.deepEqual((await driver.read(".distributor.json"))?.bytes, state);
+    // A key kept busy for good: a lost race (state_conflict, which a lock
+    // turns into `locked`), not a storage failure with the wrong advice.
+    proxy.errorNext(Number.POSITIVE_INFINITY, conflict, { method: "PUT" });
+    const next = new TextEncoder().encode('{"schema_version":4,"next":true}\n');
+    await assert.rejects(
+      driver.write(".distributor.json", { type: "bytes", bytes: next }, { ifMatch: token }),
+      (error: unknown) => error instanceof DistributorError && error.code === "state_conflict",
+    );
+  });
+
   it("a conditional write or lock whose response is lost is not mistaken for another writer's", async (t) => {
     const { proxy, driver } = await hungDriver(t);
     const state = new TextEncoder().encode('{"schema_version":4}\n');

@@ -70,12 +70,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * so each attempt must open a fresh one; see also _s3-direct-put.ts). Errors
  * that are not retryable (including DistributorErrors) pass through at once.
  */
-export async function withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+export async function withRetries<T>(
+  attempt: () => Promise<T>,
+  retryable: (error: unknown) => boolean = isRetryable,
+): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await attempt();
     } catch (error) {
-      if (n >= MAX_ATTEMPTS || !isRetryable(error)) throw error;
+      if (n >= MAX_ATTEMPTS || !retryable(error)) throw error;
       await sleep(Math.random() * Math.min(20_000, 100 * 2 ** n));
     }
   }

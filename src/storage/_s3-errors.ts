@@ -123,6 +123,16 @@ export function storageError(
 }
 
 /**
+ * AWS answers a conditional PUT that overlaps another operation on the same
+ * key (a lock being deleted as the next run creates it) with 409
+ * ConditionalRequestConflict, and asks for a retry: the condition was never
+ * evaluated.
+ */
+export function isConditionalConflict(error: unknown): boolean {
+  return httpStatusOf(error) === 409;
+}
+
+/**
  * True when a conditional PUT may have failed because another writer got
  * there first. RGW answers a writer that lost the race inside the cluster with
  * a 500, which never means the write happened (the driver then looks whether
@@ -131,6 +141,7 @@ export function storageError(
  */
 export function isLostRace(error: unknown, ifMatch: string | null): boolean {
   const status = httpStatusOf(error);
-  if (isPreconditionFailed(error) || status === 500) return true;
+  // A 409 still there after the retries: another writer keeps the key busy.
+  if (isPreconditionFailed(error) || status === 500 || status === 409) return true;
   return ifMatch !== null && status === 404;
 }

@@ -18,9 +18,15 @@ import { SHA256_DIGEST } from "../hashing.js";
 import type { OutputContent } from "../model.js";
 import { LOCK_FILE } from "../paths.js";
 import { stoppedMessage, writesStopped } from "./_fs-write-pool.js";
-import { createS3Client, tokenOfEtag } from "./_s3-client.js";
+import { createS3Client, tokenOfEtag, withRetries } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
-import { httpStatusOf, isLostRace, isNotFound, isPreconditionFailed } from "./_s3-errors.js";
+import {
+  httpStatusOf,
+  isConditionalConflict,
+  isLostRace,
+  isNotFound,
+  isPreconditionFailed,
+} from "./_s3-errors.js";
 import {
   deleteKeys,
   driverPathProblem,
@@ -200,7 +206,10 @@ class S3Driver implements StorageDriver {
       return this.writeBestEffort(path, content, options);
     }
     try {
-      const etag = await this.send(path, content, options);
+      const etag =
+        options.ifMatch === undefined
+          ? await this.send(path, content, options)
+          : await withRetries(() => this.send(path, content, options), isConditionalConflict);
       // RGW completes multipart uploads with an empty ETag: ask for the real one.
       return tokenOfEtag(etag) ?? (await this.currentToken(path)) ?? "";
     } catch (error) {
