@@ -3,6 +3,7 @@
  * (Ceph RGW, MinIO, R2) as well as AWS, plus the small protocol helpers the
  * driver shares: ETag tokens and retries for requests the SDK does not repeat.
  */
+import { createHash } from "node:crypto";
 import { S3Client } from "@aws-sdk/client-s3";
 import { isRetryable } from "./_s3-errors.js";
 
@@ -46,7 +47,32 @@ export function createS3Client(settings: S3ClientSettings): S3Client {
   // Lambda's trace header, and logging to the no-op logger. About a tenth of
   // the SDK's CPU per PutObject, which dominates publishing many small files.
   for (const name of UNNEEDED_MIDDLEWARE) client.middlewareStack.remove(name);
+  addDeleteObjectsMd5(client);
   return client;
+}
+
+/**
+ * DeleteObjects must carry an integrity header. The SDK now sends a CRC32
+ * one, which AWS and RGW accept but several S3-compatible servers (older
+ * MinIO, Dell ECS) refuse with 400 MissingContentMD5: every batch delete,
+ * so no prune, replacement or force could ever delete there. Content-MD5 of
+ * the same body satisfies both (the SDK's own MD5 fallback, which also
+ * drops the CRC32 header; keeping it costs nothing where it is understood).
+ */
+function addDeleteObjectsMd5(client: S3Client): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const request = args.request as { headers?: Record<string, string>; body?: unknown };
+      if (context.commandName === "DeleteObjectsCommand" && request.headers !== undefined) {
+        const body = request.body;
+        if (typeof body === "string" || body instanceof Uint8Array) {
+          request.headers["content-md5"] = createHash("md5").update(body).digest("base64");
+        }
+      }
+      return next(args);
+    },
+    { step: "build", name: "distributorDeleteObjectsMd5" },
+  );
 }
 
 const UNNEEDED_MIDDLEWARE = [
