@@ -452,7 +452,7 @@ describe("S3 under faults", { concurrency: 3 }, () => {
     proxy.stripConditions(true);
     const result = await ws.cli<RunJson>(["run", ...ALPHA]);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stderr, /ignores conditional writes.*best effort/);
+    assert.match(result.stderr, /does not honour conditional writes.*best effort/);
     await assertConverged(destination, ALPHA_OUTPUTS);
     assert.ok(
       !(await destination.listFiles()).some((file) => file.startsWith(".distributor.probe-")),

@@ -13,8 +13,9 @@ function fakeStore(enforces: { ifNoneMatch: boolean; ifMatch: boolean }) {
       const current = objects.get(path);
       if (ifMatch === null && enforces.ifNoneMatch && current !== undefined) return "refused";
       if (ifMatch !== null && enforces.ifMatch && current !== ifMatch) return "refused";
-      objects.set(path, `etag-${calls.length}`);
-      return "written";
+      const etag = `etag-${calls.length}`;
+      objects.set(path, etag);
+      return etag;
     },
     async remove(path) {
       calls.push("remove");
@@ -33,13 +34,16 @@ describe("probeConditionalWrites", () => {
       "put if-none-match",
       "put if-none-match",
       "put if-none-match",
+      "put if-none-match",
       "put if-match",
+      "put if-match",
+      "remove",
       "remove",
       "remove",
     ]);
   });
 
-  it("sends the two keys' requests side by side, never two at once to one key", async () => {
+  it("sends the three keys' requests side by side, never two at once to one key", async () => {
     const inFlight = new Map<string, number>();
     let most = 0;
     const stages: string[][] = [];
@@ -54,13 +58,13 @@ describe("probeConditionalWrites", () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       inFlight.set(path, 0);
     };
-    const objects = new Set<string>();
+    const objects = new Map<string, string>();
     const store: ProbeStore = {
       async put(path, ifMatch) {
         await track(path, ifMatch === null ? "create" : "swap");
-        if (ifMatch !== null || objects.has(path)) return "refused";
-        objects.add(path);
-        return "written";
+        if (ifMatch === null ? objects.has(path) : objects.get(path) !== ifMatch) return "refused";
+        objects.set(path, `etag-of-${path}`);
+        return `etag-of-${path}`;
       },
       async remove(path) {
         await track(path, "remove");
@@ -68,11 +72,11 @@ describe("probeConditionalWrites", () => {
       },
     };
     assert.equal(await probeConditionalWrites(store), true);
-    assert.equal(most, 2);
+    assert.equal(most, 3);
     assert.deepEqual(stages, [
-      ["create", "create"],
-      ["create", "swap"],
-      ["remove", "remove"],
+      ["create", "create", "create"],
+      ["create", "swap", "swap"],
+      ["remove", "remove", "remove"],
     ]);
     assert.equal(objects.size, 0);
   });
@@ -88,6 +92,25 @@ describe("probeConditionalWrites", () => {
     assert.equal(await probeConditionalWrites(store), false);
   });
 
+  it("is false when the server refuses even an If-Match with the object's own ETag", async () => {
+    // As a server that wants the ETag quoted, or refuses every If-Match on PUT:
+    // the state's updates would all fail as false conflicts.
+    const objects = new Map<string, string>();
+    const store: ProbeStore = {
+      async put(path, ifMatch) {
+        if (ifMatch !== null) return "refused";
+        if (objects.has(path)) return "refused";
+        objects.set(path, "abc");
+        return "abc";
+      },
+      async remove(path) {
+        objects.delete(path);
+      },
+    };
+    assert.equal(await probeConditionalWrites(store), false);
+    assert.equal(objects.size, 0);
+  });
+
   it("uses a fresh reserved key each time", async () => {
     const keys: string[] = [];
     const store: ProbeStore = {
@@ -99,8 +122,8 @@ describe("probeConditionalWrites", () => {
     };
     await probeConditionalWrites(store);
     await probeConditionalWrites(store);
-    assert.equal(keys.length, 4);
-    assert.equal(new Set(keys).size, 4);
+    assert.equal(keys.length, 6);
+    assert.equal(new Set(keys).size, 6);
     for (const key of keys) {
       assert.ok(key.startsWith(PROBE_PREFIX), key);
       assert.ok(isReservedName(key), `${key} is a reserved name: never an output or unmanaged`);
@@ -126,7 +149,7 @@ describe("probeConditionalWrites", () => {
       },
     };
     await assert.rejects(probeConditionalWrites(store), /SlowDown/);
-    assert.deepEqual(events, ["put done", "remove", "remove"]);
+    assert.deepEqual(events, ["put done", "put done", "remove", "remove", "remove"]);
   });
 
   it("still removes the probe object when a request fails, and passes the failure on", async () => {
@@ -143,7 +166,7 @@ describe("probeConditionalWrites", () => {
       },
     };
     await assert.rejects(probeConditionalWrites(store), /SlowDown/);
-    assert.equal(removed.length, 2);
-    assert.equal(new Set(removed).size, 2);
+    assert.equal(removed.length, 3);
+    assert.equal(new Set(removed).size, 3);
   });
 });

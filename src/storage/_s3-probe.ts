@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { DeleteObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { tokenOfEtag } from "./_s3-client.js";
 import { isNotFound, isPreconditionFailed } from "./_s3-errors.js";
 import type { VersionToken } from "./driver.js";
 
@@ -14,8 +15,12 @@ export const PROBE_PREFIX = ".distributor.probe-";
 
 /** What the probe needs from the driver: raw conditional PUTs that always send the headers. */
 export interface ProbeStore {
-  /** PUT a zero-byte object with the condition; `"refused"` when the server answered 412. */
-  put(path: string, ifMatch: VersionToken | null): Promise<"written" | "refused">;
+  /**
+   * PUT a zero-byte object with the condition: `"refused"` when the server
+   * answered 412, else the new object's version token (`""` when the server
+   * gave no ETag).
+   */
+  put(path: string, ifMatch: VersionToken | null): Promise<"refused" | VersionToken>;
   /** Delete the object; already missing is fine. */
   remove(path: string): Promise<void>;
 }
@@ -24,48 +29,59 @@ export interface ProbeStore {
 const IMPOSSIBLE_ETAG = "distributor-probe-never-matches";
 
 /**
- * True when the server refuses both a second `If-None-Match: *` create of a
- * key and an `If-Match` with an ETag the object does not have. Uses two fresh
- * random keys (`.distributor.probe-<hex>`), one per condition, so concurrent
- * probes and runs never meet, and deletes them afterwards; a probe killed
- * midway leaves zero-byte reserved objects that are ignored and go with
- * `force_replace`.
+ * True when the server refuses a second `If-None-Match: *` create of a key
+ * and an `If-Match` with an ETag the object does not have, and accepts an
+ * `If-Match` with the ETag it does have: a server that refused every
+ * `If-Match` (or wanted the ETag written another way) would otherwise pass,
+ * and every later state update would fail as a false `state_conflict`.
+ * Uses three fresh random keys (`.distributor.probe-<hex>`), one per check,
+ * so concurrent probes and runs never meet, and deletes them afterwards; a
+ * probe killed midway leaves zero-byte reserved objects that are ignored
+ * and go with `force_replace`.
  *
- * The two keys are probed side by side: three round trips instead of four,
- * and the two refusals are awaited together. Some servers (Ceph RGW) send a
- * 412's body a delayed ACK after its headers, about 40 ms on loopback, which
- * the SDK waits for; every run that writes to S3 pays the probe first.
+ * The keys are probed side by side: three round trips, whatever the number
+ * of checks, and the refusals are awaited together. Some servers (Ceph RGW)
+ * send a 412's body a delayed ACK after its headers, about 40 ms on
+ * loopback, which the SDK waits for; every run that writes to S3 pays the
+ * probe first.
  */
 export async function probeConditionalWrites(store: ProbeStore): Promise<boolean> {
-  const recreated = `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
-  const swapped = `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
+  const key = () => `${PROBE_PREFIX}${randomBytes(8).toString("hex")}`;
+  const [recreated, swapped, matched] = [key(), key(), key()];
   try {
     // A refused first create of a random key cannot be a lost race: the server
     // checks conditions, which is all this asks.
-    const created = await settledBoth(store.put(recreated, null), store.put(swapped, null));
+    const created = await settledAll([
+      store.put(recreated, null),
+      store.put(swapped, null),
+      store.put(matched, null),
+    ]);
     if (created.includes("refused")) return true;
+    const token = created[2] as VersionToken;
     // Never two requests to one key at once: AWS may answer concurrent
     // conditional writes to one key with 409 ConditionalRequestConflict,
     // which would fail the probe for nothing.
-    const [recreate, staleSwap] = await settledBoth(
+    const [recreate, staleSwap, swap] = await settledAll([
       store.put(recreated, null),
       store.put(swapped, IMPOSSIBLE_ETAG),
-    );
-    return recreate === "refused" && staleSwap === "refused";
+      // Without an ETag to send there is nothing to check.
+      token === "" ? Promise.resolve("") : store.put(matched, token),
+    ]);
+    return recreate === "refused" && staleSwap === "refused" && swap !== "refused";
   } finally {
-    await settledBoth(store.remove(recreated), store.remove(swapped));
+    await settledAll([store.remove(recreated), store.remove(swapped), store.remove(matched)]);
   }
 }
 
 /**
- * Both results once both have settled, or the first failure then: a request
+ * Every result once all have settled, or the first failure then: a request
  * still in flight when the probe moves on could land after its delete.
  */
-async function settledBoth<T>(a: Promise<T>, b: Promise<T>): Promise<[T, T]> {
-  const [first, second] = await Promise.allSettled([a, b]);
-  if (first.status === "rejected") throw first.reason;
-  if (second.status === "rejected") throw second.reason;
-  return [first.value, second.value];
+async function settledAll<T>(promises: readonly Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((result) => result.status === "rejected");
+  if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<T>).value);
 }
 
 /**
@@ -82,8 +98,8 @@ export function s3ProbeStore(
       const condition = ifMatch === null ? { IfNoneMatch: "*" } : { IfMatch: ifMatch };
       const input = { Bucket: bucket, Key: keyOf(path), Body: new Uint8Array(), ContentLength: 0 };
       try {
-        await client.send(new PutObjectCommand({ ...input, ...condition }));
-        return "written";
+        const { ETag } = await client.send(new PutObjectCommand({ ...input, ...condition }));
+        return tokenOfEtag(ETag) ?? "";
       } catch (error) {
         if (isPreconditionFailed(error)) return "refused";
         throw error;
@@ -101,5 +117,5 @@ export function s3ProbeStore(
 
 /** The warning a run prints when the probe found conditions ignored. */
 export function noConditionalWritesWarning(root: string): string {
-  return `warning: ${root}: the server ignores conditional writes (If-None-Match/If-Match); the state and the lock fall back to best effort (read, compare, write), so a concurrent writer may go undetected in a short window. Run one writer at a time here (see docs/storage-s3.md).`;
+  return `warning: ${root}: the server does not honour conditional writes (If-None-Match/If-Match) as S3 does; the state and the lock fall back to best effort (read, compare, write), so a concurrent writer may go undetected in a short window. Run one writer at a time here (see docs/storage-s3.md).`;
 }
