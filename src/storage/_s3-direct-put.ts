@@ -147,7 +147,8 @@ export class DirectPut {
         {
           agent,
           protocol: url.protocol,
-          hostname: url.hostname,
+          // A URL writes an IPv6 literal in brackets; a socket wants it bare.
+          hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
           port: url.port,
           method: signed.method,
           path: signed.path,
