@@ -155,6 +155,19 @@ describe("parseManifest", () => {
     );
   });
 
+  test("media_type must be able to travel as a Content-Type header", () => {
+    for (const bad of ["text/html\r\nx-evil: 1", "texte/é", " text/plain", "text/plain "]) {
+      expectInvalid(
+        withFile({ ...goodFile, path: "x", media_type: bad }),
+        "files[1].media_type: must be a media type in printable ASCII",
+      );
+    }
+    const good = parseManifest(
+      withFile({ ...goodFile, path: "x", media_type: "text/csv; charset=utf-8" }),
+    );
+    assert.equal(good.files[1]?.media_type, "text/csv; charset=utf-8");
+  });
+
   test("sha256 must be sha256: and 64 lowercase hex digits", () => {
     const bad = [HEX, `sha256:${HEX.toUpperCase()}`, `sha256:${HEX.slice(1)}`, `SHA256:${HEX}`];
     for (const sha256 of bad) {

@@ -20,6 +20,8 @@ export interface Manifest {
 }
 
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
+/** Printable ASCII, no space at either end: what a Content-Type header can carry. */
+const MEDIA_TYPE_TEXT = /^[!-~](?:[ -~]*[!-~])?$/;
 const fileSchema = z.strictObject(
   {
     path: z.string({ error: "must be a string" }).superRefine((value, ctx) => {
@@ -39,7 +41,16 @@ const fileSchema = z.strictObject(
     sha256: z
       .string({ error: "must be a string" })
       .regex(SHA256_DIGEST, 'must be "sha256:" followed by 64 lowercase hex digits'),
-    media_type: z.string({ error: "must be a string" }).min(1, "must not be empty").optional(),
+    media_type: z
+      .string({ error: "must be a string" })
+      .min(1, "must not be empty")
+      // It becomes a Content-Type header on S3, where anything else fails
+      // the write halfway through a run instead of here.
+      .regex(
+        MEDIA_TYPE_TEXT,
+        'must be a media type in printable ASCII, like "text/html" or "text/csv; charset=utf-8"',
+      )
+      .optional(),
   },
   {
     error: (issue) =>
@@ -175,7 +186,10 @@ function _vouched(document: unknown): ManifestFields | null {
     if (typeof path !== "string" || cleanPathProblem(path) !== null) return null;
     if (!Number.isSafeInteger(size) || (size as number) < 0) return null;
     if (typeof sha256 !== "string" || !SHA256_DIGEST.test(sha256)) return null;
-    if (media_type !== undefined && (typeof media_type !== "string" || media_type === "")) {
+    if (
+      media_type !== undefined &&
+      (typeof media_type !== "string" || !MEDIA_TYPE_TEXT.test(media_type))
+    ) {
       return null;
     }
     vouched.push(_file(path, size as number, sha256, media_type));
