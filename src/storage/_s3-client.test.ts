@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
+import { withRetries } from "./_s3-client.js";
 import { createS3Driver } from "./s3.js";
 
 test("DeleteObjects carries the Content-MD5 of its body, which some S3-compatible servers require", async (t) => {
@@ -43,4 +44,24 @@ test("DeleteObjects carries the Content-MD5 of its body, which some S3-compatibl
       .update(request?.body ?? "")
       .digest("base64"),
   );
+});
+
+test("retries back off from throttling five times as long as from other failures, as the SDK does", async (t) => {
+  const waits: number[] = [];
+  t.mock.method(Math, "random", () => 1);
+  t.mock.method(globalThis, "setTimeout", (callback: () => void, ms: number) => {
+    waits.push(ms);
+    callback();
+    return 0;
+  });
+  const failing = (error: object) => async () => {
+    throw Object.assign(new Error("refused"), error);
+  };
+  const slowDown = { name: "SlowDown", $metadata: { httpStatusCode: 503 } };
+  const unavailable = { name: "ServiceUnavailable", $metadata: { httpStatusCode: 503 } };
+  await assert.rejects(withRetries(failing(slowDown)), /refused/);
+  assert.deepEqual(waits, [1000, 2000, 4000, 8000]);
+  waits.length = 0;
+  await assert.rejects(withRetries(failing(unavailable)), /refused/);
+  assert.deepEqual(waits, [200, 400, 800, 1600]);
 });

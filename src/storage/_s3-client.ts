@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { S3Client } from "@aws-sdk/client-s3";
-import { isRetryable } from "./_s3-errors.js";
+import { isRetryable, isThrottling } from "./_s3-errors.js";
 
 /** Attempts per request (the SDK's standard retry mode: backoff with jitter on throttling and 5xx). */
 const MAX_ATTEMPTS = 5;
@@ -105,7 +105,8 @@ export async function withRetries<T>(
       return await attempt();
     } catch (error) {
       if (n >= MAX_ATTEMPTS || !retryable(error)) throw error;
-      await sleep(Math.random() * Math.min(20_000, 100 * 2 ** n));
+      const base = isThrottling(error) ? 500 : 100;
+      await sleep(Math.random() * Math.min(20_000, base * 2 ** n));
     }
   }
 }
