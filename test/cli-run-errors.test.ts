@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
+import { MACHINE_ID } from "../src/storage/_lock-file.js";
 import { cleanupTempDirs, listFiles, runCli, runCliJson, writeBundle } from "./helpers/fixtures.js";
 import {
   deadPid,
@@ -274,6 +275,24 @@ describe("locked", () => {
     const { json } = await s.runJson();
     const error = json.error ?? json.results?.[0]?.error;
     assert.ok(error?.message.includes(fake), JSON.stringify(json));
+  });
+
+  test("a lock of another machine that shares our hostname is never taken over", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    const pid = await deadPid();
+    // Dead here, but this pid may be alive on the machine that wrote it.
+    const lock = `${JSON.stringify({ ...JSON.parse(lockText(pid)), machine_id: "0".repeat(32) })}\n`;
+    await writeFile(path.join(s.root, ".distributor.lock"), lock);
+    const { code, json } = await s.runJson();
+    if (MACHINE_ID === null) {
+      // Without a machine id here, the hostname decides, as for older locks.
+      assert.equal(code, 0, JSON.stringify(json));
+      return;
+    }
+    assert.equal(code, 1, JSON.stringify(json));
+    assert.equal((json.error ?? json.results?.[0]?.error)?.code, "locked", JSON.stringify(json));
+    assert.equal(await readFile(path.join(s.root, ".distributor.lock"), "utf8"), lock);
   });
 
   test("a lock of a dead process on this host is taken over with a warning", async () => {

@@ -20,7 +20,7 @@ import { storageError, tempPathIn } from "./_fs-paths.js";
 import {
   currentLockHolder,
   isProcessAlive,
-  isStaleLockHolder,
+  isStaleLockText,
   parseLockFile,
   parseLockHolder,
   serializeLockHolder,
@@ -65,7 +65,7 @@ export async function acquireFsLock(
   // The lock vanished between our create and read (its holder released it): one more try.
   if (text === null) return retryOnce(root, { holder, lockId, content });
   const existing = parseLockHolder(text);
-  if (existing === null || !isStaleLockHolder(existing)) throw new LockedError(root, existing);
+  if (existing === null || !isStaleLockText(text)) throw new LockedError(root, existing);
   if (!(await takeOver(root, { staleText: text, content }))) {
     const current = await readText(root, LOCK_FILE);
     // Released (not stale after all: its holder ended after we read it) and

@@ -8,6 +8,8 @@ import {
   isProcessAlive,
   isSameHolder,
   isStaleLockHolder,
+  isStaleLockText,
+  MACHINE_ID,
   parseLockFile,
   parseLockHolder,
   serializeLockHolder,
@@ -33,9 +35,10 @@ describe("lock file format", () => {
   it("serializes to indented JSON with a trailing newline that parses back", () => {
     const holder = { hostname: "h", pid: 12, started_at: "2026-01-02T03:04:05Z" };
     const text = serializeLockHolder({ ...holder, extra: 1 } as typeof holder);
+    const machine = MACHINE_ID === null ? "" : `,\n  "machine_id": "${MACHINE_ID}"`;
     assert.equal(
       text,
-      '{\n  "hostname": "h",\n  "pid": 12,\n  "started_at": "2026-01-02T03:04:05Z"\n}\n',
+      `{\n  "hostname": "h",\n  "pid": 12,\n  "started_at": "2026-01-02T03:04:05Z"${machine}\n}\n`,
     );
     assert.deepEqual(parseLockHolder(text), holder);
   });
@@ -43,9 +46,14 @@ describe("lock file format", () => {
   it("round-trips the acquisition id, which plain holder parsing ignores", () => {
     const holder = { hostname: "h", pid: 12, started_at: "2026-01-02T03:04:05Z" };
     const text = serializeLockHolder(holder, "abc123");
-    assert.deepEqual(parseLockFile(text), { holder, lockId: "abc123" });
+    const machineId = MACHINE_ID;
+    assert.deepEqual(parseLockFile(text), { holder, lockId: "abc123", machineId });
     assert.deepEqual(parseLockHolder(text), holder);
-    assert.deepEqual(parseLockFile(serializeLockHolder(holder)), { holder, lockId: null });
+    assert.deepEqual(parseLockFile(serializeLockHolder(holder)), {
+      holder,
+      lockId: null,
+      machineId,
+    });
     assert.equal(parseLockFile("{}"), null);
   });
 
@@ -95,6 +103,30 @@ describe("stale lock detection", () => {
     assert.equal(isStaleLockHolder(dead), true);
     assert.equal(isStaleLockHolder({ ...dead, hostname: "elsewhere" }), false);
     assert.equal(isStaleLockHolder({ ...dead, pid: process.ppid }), false);
+  });
+
+  it("a dead pid under our hostname but another machine's id is not stale: that machine's process table decides", () => {
+    const dead = { hostname: os.hostname(), pid: deadPid(), started_at: "t" };
+    const here = "a".repeat(32);
+    const there = "b".repeat(32);
+    assert.equal(isStaleLockHolder(dead, os.hostname(), { holder: there, ours: here }), false);
+    assert.equal(isStaleLockHolder(dead, os.hostname(), { holder: here, ours: here }), true);
+    // Without an id on either side, the hostname decides, as before.
+    assert.equal(isStaleLockHolder(dead, os.hostname(), { holder: null, ours: here }), true);
+    assert.equal(isStaleLockHolder(dead, os.hostname(), { holder: there, ours: null }), true);
+  });
+
+  it("reads the machine id out of the lock file's text", () => {
+    const dead = { hostname: os.hostname(), pid: deadPid(), started_at: "t" };
+    const text = (machineId?: string) =>
+      JSON.stringify(machineId === undefined ? dead : { ...dead, machine_id: machineId });
+    assert.equal(isStaleLockText(text()), true, "an older lock: by name");
+    if (MACHINE_ID !== null) {
+      assert.equal(isStaleLockText(text(MACHINE_ID)), true);
+      assert.equal(isStaleLockText(text("0".repeat(32))), false, "a twin machine's lock");
+    } else {
+      assert.equal(isStaleLockText(text("0".repeat(32))), true, "no id here: by name");
+    }
   });
 
   it("a lock with our own host and pid is never stale: it may be a twin container's", () => {

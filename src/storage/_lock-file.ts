@@ -4,8 +4,30 @@
  * lock is stale (its holder is a dead process on this host), which only the
  * local machine can decide.
  */
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import type { LockHolder } from "../errors.js";
+
+/**
+ * This machine's id (systemd's `/etc/machine-id`, else D-Bus's copy), or null
+ * where there is none. Written into every lock taken here, so that a lock of
+ * another machine that happens to share our hostname (CI runners, containers
+ * given a fixed hostname) is never judged by our process table: its holder
+ * may be alive there while no process has its pid here.
+ */
+export const MACHINE_ID = readMachineId();
+
+function readMachineId(): string | null {
+  for (const file of ["/etc/machine-id", "/var/lib/dbus/machine-id"]) {
+    try {
+      const id = readFileSync(file, "utf8").trim();
+      if (/^[0-9a-f]{32}$/.test(id)) return id;
+    } catch {
+      // Not there (macOS, Windows, minimal containers): try the next one.
+    }
+  }
+  return null;
+}
 
 /** `YYYY-MM-DDTHH:MM:SSZ` in UTC, the timestamp format of every file we write. */
 export function formatUtcSeconds(date: Date): string {
@@ -25,10 +47,13 @@ export function currentLockHolder(now: Date = new Date()): LockHolder {
  */
 export function serializeLockHolder(holder: LockHolder, lockId?: string): string {
   const { hostname, pid, started_at } = holder;
-  const record =
-    lockId === undefined
-      ? { hostname, pid, started_at }
-      : { hostname, pid, started_at, lock_id: lockId };
+  const record = {
+    hostname,
+    pid,
+    started_at,
+    ...(lockId === undefined ? {} : { lock_id: lockId }),
+    ...(MACHINE_ID === null ? {} : { machine_id: MACHINE_ID }),
+  };
   return `${JSON.stringify(record, null, 2)}\n`;
 }
 
@@ -51,8 +76,13 @@ export function parseLockHolder(text: string): LockHolder | null {
   return parseLockFile(text)?.holder ?? null;
 }
 
-/** The holder and the acquisition id (`lock_id`, `null` when absent) of a lock file's text. */
-export function parseLockFile(text: string): { holder: LockHolder; lockId: string | null } | null {
+/**
+ * The holder, the acquisition id (`lock_id`) and the holder's machine id
+ * (`machine_id`) of a lock file's text; either id `null` when absent.
+ */
+export function parseLockFile(
+  text: string,
+): { holder: LockHolder; lockId: string | null; machineId: string | null } | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -60,14 +90,24 @@ export function parseLockFile(text: string): { holder: LockHolder; lockId: strin
     return null;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
-  const { hostname, pid, started_at, lock_id } = value as Record<string, unknown>;
+  const { hostname, pid, started_at, lock_id, machine_id } = value as Record<string, unknown>;
   if (typeof hostname !== "string" || hostname === "") return null;
   if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return null;
   if (typeof started_at !== "string") return null;
   return {
     holder: { hostname, pid, started_at },
     lockId: typeof lock_id === "string" ? lock_id : null,
+    machineId: typeof machine_id === "string" ? machine_id : null,
   };
+}
+
+/** Whether the lock file's text names a dead holder on this machine (isStaleLockHolder). */
+export function isStaleLockText(text: string): boolean {
+  const lock = parseLockFile(text);
+  return (
+    lock !== null &&
+    isStaleLockHolder(lock.holder, os.hostname(), { holder: lock.machineId, ours: MACHINE_ID })
+  );
 }
 
 /** True when the two holders name the same acquisition (host, pid and start time). */
@@ -101,8 +141,17 @@ export function isProcessAlive(pid: number): boolean {
  * over a live twin's lock would put two writers on one root, so such a lock
  * stays held; LockedError says what it may be and how to clear it.
  */
-export function isStaleLockHolder(holder: LockHolder, hostname: string = os.hostname()): boolean {
+export function isStaleLockHolder(
+  holder: LockHolder,
+  hostname: string = os.hostname(),
+  machines: { holder: string | null; ours: string | null } = { holder: null, ours: MACHINE_ID },
+): boolean {
   if (holder.hostname !== hostname) return false;
+  // Same name, another machine: its process table is not ours to read. (A
+  // lock without a machine id, or a machine without one, goes by name.)
+  if (machines.holder !== null && machines.ours !== null && machines.holder !== machines.ours) {
+    return false;
+  }
   if (holder.pid === process.pid) return false;
   return !isProcessAlive(holder.pid);
 }

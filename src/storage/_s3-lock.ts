@@ -16,7 +16,7 @@ import { DistributorError, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
 import {
   currentLockHolder,
-  isStaleLockHolder,
+  isStaleLockText,
   parseLockHolder,
   serializeLockHolder,
   UNREADABLE_LOCK_HOLDER,
@@ -86,7 +86,8 @@ export async function acquireObjectLock(
     // A retry refused by our own first attempt (see the module comment).
     if (sameBytes(existing.bytes, bytes)) return ours(existing.token);
     const current = holderOf(existing);
-    if (attempt > 0 || current === null || !isStaleLockHolder(current)) {
+    const stale = isStaleLockText(new TextDecoder().decode(existing.bytes));
+    if (attempt > 0 || current === null || !stale) {
       throw new LockedError(store.root, current);
     }
     options.onStaleLock?.(current);
