@@ -27,7 +27,7 @@ import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
 import { deadPid } from "../src/storage/_lock.fixtures.js";
-import { formatUtcSeconds, parseLockFile } from "../src/storage/_lock-file.js";
+import { formatUtcSeconds, MACHINE_ID, parseLockFile } from "../src/storage/_lock-file.js";
 import type { StorageDriver } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
 import { helperCounts, startHelpers, stopIdleHelpers } from "../src/threads.js";
@@ -620,15 +620,17 @@ describe("filesystem driver: lock file", () => {
   }
 
   it(
-    "the lock file is the holder and an acquisition id as JSON with a trailing newline",
+    "the lock file is the holder, an acquisition id and the machine id as JSON with a trailing newline",
     sandboxed(async ({ root, driver }) => {
       const lock = await driver.acquireLock();
       const text = await readFile(path.join(root, LOCK_FILE), "utf8");
       assert.ok(text.endsWith("}\n"));
-      const { lock_id, ...holder } = JSON.parse(text);
+      const { lock_id, machine_id, ...holder } = JSON.parse(text);
       assert.deepEqual(holder, lock.holder);
       // The acquisition id lets release tell this lock from a later one of the same process.
       assert.match(lock_id, /^[0-9a-f]{16}$/);
+      // The machine id tells this host from another with the same hostname.
+      assert.equal(machine_id, MACHINE_ID ?? undefined);
       await lock.release();
       await assert.rejects(stat(path.join(root, LOCK_FILE)), { code: "ENOENT" });
     }),
