@@ -97,22 +97,35 @@ export function putFile(upload: FileUpload): Promise<string | undefined> {
   );
 }
 
+/** S3 takes at most this many parts in one multipart upload. */
+const MAX_PARTS = 10_000;
+
+/**
+ * The part size for a file of `length` bytes: 5–16 MiB following
+ * `threshold`, and larger (in whole MiB) where that would take more than
+ * S3's 10,000 parts: 16 MiB parts stop at 156.25 GiB, and the upload would
+ * fail only once every part had been sent.
+ */
+export function partSizeFor(length: number, threshold: number): number {
+  const usual = Math.min(16 * MiB, Math.max(5 * MiB, threshold));
+  return Math.max(usual, Math.ceil(length / MAX_PARTS / MiB) * MiB);
+}
+
 /**
  * A multipart upload completed at once (readers never see a partial object);
- * parts are 5–16 MiB following `threshold`. Failed uploads are aborted so no
- * parts are left behind. The returned ETag is empty on servers such as RGW.
+ * parts as partSizeFor says. Failed uploads are aborted so no parts are left
+ * behind. The returned ETag is empty on servers such as RGW.
  */
 export function uploadFileMultipart(
   upload: FileUpload,
   threshold: number,
 ): Promise<string | undefined> {
-  const partSize = Math.min(16 * MiB, Math.max(5 * MiB, threshold));
   return withFileStream(upload, async (body, length) => {
     const params = { ...upload.params, Body: body, ContentLength: length };
     const multipart = new Upload({
       client: upload.client,
       params,
-      partSize,
+      partSize: partSizeFor(length, threshold),
       queueSize: QUEUE_SIZE,
     });
     // lib-storage aborts the upload when the body fails, and an error of
