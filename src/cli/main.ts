@@ -96,7 +96,7 @@ const VALUE_OPTIONS = new Set(["--config", "--pipeline", "--destination", "--sou
  * Whether `flag` is on the command line as commander reads it: not as the
  * value of an option (`--config --json` names a file), not after `--`.
  */
-export function flagGiven(argv: readonly string[], flag: string): boolean {
+function flagGiven(argv: readonly string[], flag: string): boolean {
   for (let index = 0; index < argv.length; index++) {
     const word = argv[index];
     if (word === "--") return false;

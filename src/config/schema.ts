@@ -13,7 +13,7 @@ const ID_PATTERN = /^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$/;
 export const ID_RULE =
   'use 1-64 lowercase letters, digits, "-" or "_", starting and ending with a letter or digit';
 /** `max_age` values: a whole number and one unit (s, m, h, d, w). */
-export const DURATION_PATTERN = /^([0-9]+)([smhdw])$/;
+const DURATION_PATTERN = /^([0-9]+)([smhdw])$/;
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 /**
  * Timestamps span the years 0000-9999: an output older than this does not

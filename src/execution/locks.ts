@@ -33,8 +33,7 @@ export async function withLocks<T>(
   body: () => Promise<T>,
   options: LockOptions = {},
 ): Promise<T> {
-  const taken: Promise<LockHandle>[] = [];
-  const roots: string[] = [];
+  const taken: { acquisition: Promise<LockHandle>; root: string }[] = [];
   try {
     for (const driver of [...drivers].sort((a, b) => (a.root < b.root ? -1 : 1))) {
       const acquisition = driver.acquireLock({
@@ -46,8 +45,7 @@ export async function withLocks<T>(
         onWarning: options.onWarning,
       });
       held.add(acquisition);
-      taken.push(acquisition);
-      roots.push(driver.root);
+      taken.push({ acquisition, root: driver.root });
       await acquisition;
     }
     return await body();
@@ -56,13 +54,13 @@ export async function withLocks<T>(
     // another sorts after it, and a root folder created for its lock is
     // removed on release only when empty (_fs-lock.ts), which the outer
     // one is only once the nested one's folder is gone.
-    for (const [index, acquisition] of [...taken.entries()].reverse()) {
+    for (const { acquisition, root } of taken.reverse()) {
       await releaseOne(acquisition).catch((error: unknown) => {
         // The run's outcome stands; the lock left behind would refuse every
         // later run of the root, so the operator must hear of it.
         const reason = error instanceof Error ? error.message : String(error);
         options.onWarning?.(
-          `warning: could not release the lock of ${roots[index]} (${reason}); once no run holds it, delete its .distributor.lock by hand`,
+          `warning: could not release the lock of ${root} (${reason}); once no run holds it, delete its .distributor.lock by hand`,
         );
       });
     }

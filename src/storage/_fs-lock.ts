@@ -20,7 +20,7 @@ import { storageError, tempPathIn } from "./_fs-paths.js";
 import {
   currentLockHolder,
   isProcessAlive,
-  isStaleLockText,
+  isStaleLock,
   parseLockFile,
   parseLockHolder,
   serializeLockHolder,
@@ -64,8 +64,9 @@ export async function acquireFsLock(
   const text = await readText(root, LOCK_FILE);
   // The lock vanished between our create and read (its holder released it): one more try.
   if (text === null) return retryOnce(root, { holder, lockId, content });
-  const existing = parseLockHolder(text);
-  if (existing === null || !isStaleLockText(text)) throw new LockedError(root, existing);
+  const lock = parseLockFile(text);
+  if (lock === null || !isStaleLock(lock)) throw new LockedError(root, lock?.holder ?? null);
+  const existing = lock.holder;
   if (!(await takeOver(root, { staleText: text, content }))) {
     const current = await readText(root, LOCK_FILE);
     // Released (not stale after all: its holder ended after we read it) and

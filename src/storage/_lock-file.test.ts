@@ -7,8 +7,8 @@ import {
   formatUtcSeconds,
   isProcessAlive,
   isSameHolder,
+  isStaleLock,
   isStaleLockHolder,
-  isStaleLockText,
   MACHINE_ID,
   parseLockFile,
   parseLockHolder,
@@ -120,12 +120,17 @@ describe("stale lock detection", () => {
     const dead = { hostname: os.hostname(), pid: deadPid(), started_at: "t" };
     const text = (machineId?: string) =>
       JSON.stringify(machineId === undefined ? dead : { ...dead, machine_id: machineId });
-    assert.equal(isStaleLockText(text()), true, "an older lock: by name");
+    const stale = (lockText: string) => {
+      const lock = parseLockFile(lockText);
+      assert.ok(lock !== null, lockText);
+      return isStaleLock(lock);
+    };
+    assert.equal(stale(text()), true, "an older lock: by name");
     if (MACHINE_ID !== null) {
-      assert.equal(isStaleLockText(text(MACHINE_ID)), true);
-      assert.equal(isStaleLockText(text("0".repeat(32))), false, "a twin machine's lock");
+      assert.equal(stale(text(MACHINE_ID)), true);
+      assert.equal(stale(text("0".repeat(32))), false, "a twin machine's lock");
     } else {
-      assert.equal(isStaleLockText(text("0".repeat(32))), true, "no id here: by name");
+      assert.equal(stale(text("0".repeat(32))), true, "no id here: by name");
     }
   });
 

@@ -80,9 +80,7 @@ export function parseLockHolder(text: string): LockHolder | null {
  * The holder, the acquisition id (`lock_id`) and the holder's machine id
  * (`machine_id`) of a lock file's text; either id `null` when absent.
  */
-export function parseLockFile(
-  text: string,
-): { holder: LockHolder; lockId: string | null; machineId: string | null } | null {
+export function parseLockFile(text: string): ParsedLock | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -101,13 +99,19 @@ export function parseLockFile(
   };
 }
 
-/** Whether the lock file's text names a dead holder on this machine (isStaleLockHolder). */
-export function isStaleLockText(text: string): boolean {
-  const lock = parseLockFile(text);
-  return (
-    lock !== null &&
-    isStaleLockHolder(lock.holder, os.hostname(), { holder: lock.machineId, ours: MACHINE_ID })
-  );
+/** A lock file's contents, as parseLockFile reads them. */
+export interface ParsedLock {
+  holder: LockHolder;
+  lockId: string | null;
+  machineId: string | null;
+}
+
+/** Whether the lock names a dead holder on this machine (isStaleLockHolder). */
+export function isStaleLock(lock: ParsedLock): boolean {
+  return isStaleLockHolder(lock.holder, os.hostname(), {
+    holder: lock.machineId,
+    ours: MACHINE_ID,
+  });
 }
 
 /** True when the two holders name the same acquisition (host, pid and start time). */

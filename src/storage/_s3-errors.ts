@@ -45,14 +45,15 @@ export function isPreconditionFailed(error: unknown): boolean {
   return httpStatusOf(error) === 412 || errorNameOf(error) === "PreconditionFailed";
 }
 
-const THROTTLING_NAMES = new Set([
+/** Error names of throttling: the server asks for fewer requests. */
+const THROTTLED_NAMES = new Set([
   "SlowDown",
   "Throttling",
   "ThrottlingException",
-  "RequestTimeout",
-  "RequestTimeTooSkewed",
   "TooManyRequestsException",
 ]);
+/** Error names worth another attempt besides network errors: throttling and request timing. */
+const RETRYABLE_NAMES = new Set([...THROTTLED_NAMES, "RequestTimeout", "RequestTimeTooSkewed"]);
 const NETWORK_CODES = new Set([
   "ECONNRESET",
   "ECONNREFUSED",
@@ -71,7 +72,7 @@ export function isRetryable(error: unknown): boolean {
   const status = httpStatusOf(error);
   if (status !== undefined && (status >= 500 || status === 429)) return true;
   const name = errorNameOf(error);
-  return THROTTLING_NAMES.has(name) || NETWORK_CODES.has(name);
+  return RETRYABLE_NAMES.has(name) || NETWORK_CODES.has(name);
 }
 
 /**
@@ -82,13 +83,6 @@ export function isRetryable(error: unknown): boolean {
 export function isThrottling(error: unknown): boolean {
   return httpStatusOf(error) === 429 || THROTTLED_NAMES.has(errorNameOf(error));
 }
-
-const THROTTLED_NAMES = new Set([
-  "SlowDown",
-  "Throttling",
-  "ThrottlingException",
-  "TooManyRequestsException",
-]);
 
 function hintFor(status: number | undefined, name: string): string {
   if (name === "NoSuchBucket") return "Check the bucket name and that it exists.";

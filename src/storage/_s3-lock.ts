@@ -16,8 +16,9 @@ import { DistributorError, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
 import {
   currentLockHolder,
-  isStaleLockText,
-  parseLockHolder,
+  isStaleLock,
+  type ParsedLock,
+  parseLockFile,
   serializeLockHolder,
   UNREADABLE_LOCK_HOLDER,
 } from "./_lock-file.js";
@@ -38,8 +39,8 @@ export interface LockStore {
   deleteIfMatch(path: string, token: VersionToken): Promise<void>;
 }
 
-function holderOf(stored: StoredBytes): LockHolder | null {
-  return parseLockHolder(new TextDecoder().decode(stored.bytes));
+function lockOf(stored: StoredBytes): ParsedLock | null {
+  return parseLockFile(new TextDecoder().decode(stored.bytes));
 }
 
 function isConflict(error: unknown): boolean {
@@ -85,11 +86,11 @@ export async function acquireObjectLock(
     if (existing === null) continue;
     // A retry refused by our own first attempt (see the module comment).
     if (sameBytes(existing.bytes, bytes)) return ours(existing.token);
-    const current = holderOf(existing);
-    const stale = isStaleLockText(new TextDecoder().decode(existing.bytes));
-    if (attempt > 0 || current === null || !stale) {
-      throw new LockedError(store.root, current);
+    const lock = lockOf(existing);
+    if (attempt > 0 || lock === null || !isStaleLock(lock)) {
+      throw new LockedError(store.root, lock?.holder ?? null);
     }
+    const current = lock.holder;
     options.onStaleLock?.(current);
     const replaced = await tryWrite(store, bytes, existing.token);
     if (replaced !== null) return ours(replaced);
@@ -97,7 +98,7 @@ export async function acquireObjectLock(
     if (after !== null && sameBytes(after.bytes, bytes)) return ours(after.token);
   }
   const last = await store.read(LOCK_FILE);
-  throw new LockedError(store.root, last === null ? null : holderOf(last));
+  throw new LockedError(store.root, last === null ? null : (lockOf(last)?.holder ?? null));
 }
 
 /**
@@ -139,7 +140,7 @@ function lockHandle(
 export async function readObjectLock(store: LockStore): Promise<LockHolder | null> {
   const current = await store.read(LOCK_FILE);
   if (current === null) return null;
-  return holderOf(current) ?? UNREADABLE_LOCK_HOLDER;
+  return lockOf(current)?.holder ?? UNREADABLE_LOCK_HOLDER;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -36,8 +36,8 @@ const IMPOSSIBLE_ETAG = "distributor-probe-never-matches";
  * and every later state update would fail as a false `state_conflict`.
  * Uses three fresh random keys (`.distributor.probe-<hex>`), one per check,
  * so concurrent probes and runs never meet, and deletes them afterwards; a
- * probe killed midway leaves zero-byte reserved objects that are ignored
- * and go with `force_replace`.
+ * probe killed midway leaves zero-byte reserved objects that every command
+ * ignores (force_replace too, as every reserved name but the state).
  *
  * The keys are probed side by side: three round trips, whatever the number
  * of checks, and the refusals are awaited together. Some servers (Ceph RGW)
