@@ -17,7 +17,8 @@ import {
   DeleteObjectsCommand,
   ListBucketsCommand,
   ListMultipartUploadsCommand,
-  ListObjectsV2Command,
+  ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
 
@@ -129,20 +130,36 @@ export function ensureS3Server(): Promise<S3Server> {
   return server;
 }
 
-/** Create a bucket with a unique name (`dist-test-<random>`) and return its name. */
-export async function createTestBucket(): Promise<string> {
+/**
+ * Create a bucket with a unique name (`dist-test-<random>`) and return its
+ * name. `versioned`: with versioning enabled, as many operators keep the
+ * buckets they publish to (RGW then ignores conditional writes: see
+ * docs/storage-s3.md, "Versioned buckets").
+ */
+export async function createTestBucket(options: { versioned?: boolean } = {}): Promise<string> {
   const target = await ensureS3Server();
   const bucket = `dist-test-${randomBytes(6).toString("hex")}`;
   const client = testS3Client(target);
   try {
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    if (options.versioned) {
+      await client.send(
+        new PutBucketVersioningCommand({
+          Bucket: bucket,
+          VersioningConfiguration: { Status: "Enabled" },
+        }),
+      );
+    }
   } finally {
     client.destroy();
   }
   return bucket;
 }
 
-/** Empty a test bucket (objects and unfinished multipart uploads) and delete it. */
+/**
+ * Empty a test bucket (objects, every version and delete marker of a
+ * versioned one, and unfinished multipart uploads) and delete it.
+ */
 export async function removeTestBucket(bucket: string): Promise<void> {
   const client = testS3Client(await ensureS3Server());
   try {
@@ -157,8 +174,13 @@ export async function removeTestBucket(bucket: string): Promise<void> {
       );
     }
     for (;;) {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const objects = (page.Contents ?? []).map((object) => ({ Key: object.Key }));
+      // Versions and delete markers: a plain listing would leave them, and
+      // the bucket would not delete.
+      const page = await client.send(new ListObjectVersionsCommand({ Bucket: bucket }));
+      const objects = [...(page.Versions ?? []), ...(page.DeleteMarkers ?? [])].map((version) => ({
+        Key: version.Key,
+        VersionId: version.VersionId,
+      }));
       if (objects.length === 0) break;
       await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects } }));
     }

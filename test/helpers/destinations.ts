@@ -49,7 +49,7 @@ export interface Destination {
 
 /** A storage type under test: makes fresh destinations and removes them all at the end. */
 export interface DestinationKind {
-  readonly name: "filesystem" | "s3";
+  readonly name: "filesystem" | "s3" | "s3 (versioned bucket)";
   /** A new empty destination. `endpoint` (S3 only) sends distributor through e.g. a fault proxy. */
   create(options?: { endpoint?: string }): Promise<Destination>;
   /** Remove every destination this kind made (temp dirs, the test bucket). */
@@ -96,24 +96,24 @@ export function filesystemKind(): DestinationKind {
  * use), a fresh random prefix per destination, so destinations never see each
  * other's objects. Credentials come from the environment ensureS3Server set.
  */
-export function s3Kind(): DestinationKind {
+export function s3Kind(options: { versioned?: boolean } = {}): DestinationKind {
   let shared: Promise<{ bucket: string; client: S3Client; endpoint: string; region: string }>;
   let count = 0;
   const session = () => {
     shared ??= (async () => {
       const server = await ensureS3Server();
-      const bucket = await createTestBucket();
+      const bucket = await createTestBucket(options);
       return { bucket, client: testS3Client(server), ...server };
     })();
     return shared;
   };
   return {
-    name: "s3",
-    async create(options = {}) {
+    name: options.versioned ? "s3 (versioned bucket)" : "s3",
+    async create(createOptions = {}) {
       const { bucket, client, endpoint, region } = await session();
       count += 1;
       const prefix = `e2e-${count}-${Math.random().toString(36).slice(2, 8)}`;
-      const storageYaml = `{ type: s3, bucket: ${bucket}, prefix: ${prefix}, region: ${region}, endpoint: ${JSON.stringify(options.endpoint ?? endpoint)}, force_path_style: true }`;
+      const storageYaml = `{ type: s3, bucket: ${bucket}, prefix: ${prefix}, region: ${region}, endpoint: ${JSON.stringify(createOptions.endpoint ?? endpoint)}, force_path_style: true }`;
       return s3Destination(client, { bucket, prefix, storageYaml });
     },
     async cleanup() {
@@ -168,9 +168,15 @@ function s3Destination(
   return destination;
 }
 
-/** Both storage types, in the order the matrix runs them. */
+/**
+ * Both storage types, in the order the matrix runs them, and S3 once more
+ * with a versioned bucket: there the test server (Ceph RGW 16) ignores
+ * `If-None-Match` and refuses every `If-Match`, so the whole matrix also runs
+ * the best-effort state and lock against a real server (docs/storage-s3.md,
+ * "Versioned buckets").
+ */
 export function destinationKinds(): DestinationKind[] {
-  return [filesystemKind(), s3Kind()];
+  return [filesystemKind(), s3Kind(), s3Kind({ versioned: true })];
 }
 
 // ---- a two-owner workspace over one destination --------------------------------
