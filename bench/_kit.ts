@@ -23,8 +23,10 @@ export interface Contender {
   requires?: string;
   /**
    * A floor program (bench/publish-floor.ts, bench/rerun-floor.ts,
-   * bench/s3-publish-floor.ts): less work than the contract asks, so no
-   * implementation of distributor can beat it. The case's rows with a
+   * bench/s3-publish-floor.ts): less work than the contract asks, each part
+   * the fastest way found. Evidence of what Node.js allows, not a proof:
+   * distributor has beaten one in single rounds and once on the medians
+   * (docs/performance.md, "Reading these numbers"). The case's rows with a
    * target then also say how it fares against their anchor (floorNote).
    */
   floor?: true;

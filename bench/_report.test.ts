@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   floorNote,
+  keptStolenNote,
   markdownTable,
   noSamples,
   type Row,
@@ -158,6 +159,12 @@ test("roundStolen: a round is redone when one sample lost 5 % of its wall time o
   assert.equal(roundStolen([{ seconds: 5, steal: 0.24 }, calm]), false, "4.8 % is under the line");
   assert.equal(roundStolen([{ seconds: 5, steal: null }, calm]), false, "unknown counts as calm");
   assert.equal(roundStolen([]), false);
+});
+
+test("keptStolenNote says how many stolen rounds were kept, nothing when none", () => {
+  assert.equal(keptStolenNote(0), null);
+  assert.match(keptStolenNote(1) ?? "", /^1 round kept although the host took 5 % or more/);
+  assert.match(keptStolenNote(2) ?? "", /^2 rounds kept /);
 });
 
 test("redoneNote says how many rounds were redone, nothing when none", () => {

@@ -182,9 +182,10 @@ export function roundsNote(
  * contract asks, each part the cheapest way found on Node.js: see
  * Contender.floor) itself fares against a row's anchor, sampled in the same
  * rounds: "floor program 1.34× this anchor, within the target in 1 of 5
- * rounds: misses it too". No implementation of distributor on this runtime
- * can beat that program, so a target it misses is out of reach in this run,
- * whatever distributor does; one it meets is not. The issue's done rule
+ * rounds: misses it too". A target that program misses is at the edge of
+ * what this runtime allows in this run (the program is the fastest sketch
+ * found, not a proof: distributor has beaten one in single rounds); one it
+ * meets is within reach. The issue's done rule
  * asks, for each unmet target, whether the floor makes it impossible: this
  * answers that run by run. `met` follows the ratio of medians, as the row's
  * own verdict does (a program slower than the floor in every round cannot
@@ -321,4 +322,15 @@ export function redoneNote(rounds: number): string | null {
   if (rounds === 0) return null;
   const what = rounds === 1 ? "1 round" : `${rounds} rounds`;
   return `${what} redone: the host took ${ROUND_STEAL_SHARE * 100} % or more of a sample's time (their samples are in the JSON)`;
+}
+
+/**
+ * A round the host took as much from as a redone one, kept because the
+ * case had already redone as many rounds as it has: its samples count in
+ * the medians, and the row says so.
+ */
+export function keptStolenNote(rounds: number): string | null {
+  if (rounds === 0) return null;
+  const what = rounds === 1 ? "1 round" : `${rounds} rounds`;
+  return `${what} kept although the host took ${ROUND_STEAL_SHARE * 100} % or more of a sample's time: no redo was left`;
 }

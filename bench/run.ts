@@ -30,6 +30,7 @@ import {
 } from "./_measure.js";
 import {
   floorNote,
+  keptStolenNote,
   markdownTable,
   noSamples,
   type Row,
@@ -150,6 +151,7 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
   for (const contender of contenders) await sample(bench, contender, inputs);
   // At most as many rounds again: a host busy all along still ends the case.
   let redoneRounds = 0;
+  let keptStolenRounds = 0;
   for (let i = 0; i < runs; ) {
     // The same cyclic order every run, so no contender ever runs twice in a row.
     // Reversing the order every other run did that at each turn, and on the
@@ -163,7 +165,9 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     for (const contender of contenders) round.push(await sample(bench, contender, inputs));
     // A whole round, every contender's sample, so that neither side keeps
     // only its lucky minutes.
-    const setAside = roundStolen(round) && redoneRounds < runs;
+    const stolen = roundStolen(round);
+    const setAside = stolen && redoneRounds < runs;
+    if (stolen && !setAside) keptStolenRounds++;
     round.forEach((taken, k) => {
       const contender = contenders[k] as Contender;
       count(taken, (setAside ? redone : samples).get(contender) as Samples);
@@ -186,6 +190,8 @@ async function runCase(bench: BenchCase, runs: number): Promise<Row[]> {
     // The floor program against every anchor but itself.
     const floorSamples = floor && floor !== comparison.anchor ? samples.get(floor) : undefined;
     const row = rowOf(bench, comparison, subject, samples.get(comparison.anchor), floorSamples);
+    const kept = keptStolenNote(keptStolenRounds);
+    if (kept !== null) row.notes.push(kept);
     if (redoneRounds === 0) return row;
     const anchorRedone = redone.get(comparison.anchor);
     const subjectRedone = redone.get(bench.subject) as Samples;
