@@ -239,19 +239,37 @@ export function rcloneLocal(verb: "copy" | "sync", source: string, target: strin
 }
 
 /** Regular files under `root` modified at or after `sinceMs` (what a run wrote). */
-export function writtenSince(root: string, sinceMs: number): number {
-  let count = 0;
+/** The files under `root` (relative `/` paths, sorted) modified at or after `sinceMs`. */
+export function writtenSince(root: string, sinceMs: number): string[] {
+  const written: string[] = [];
   for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
-    if (statSync(path.join(entry.parentPath, entry.name)).mtimeMs >= sinceMs) count++;
+    const absPath = path.join(entry.parentPath, entry.name);
+    if (statSync(absPath).mtimeMs >= sinceMs) {
+      written.push(path.relative(root, absPath).split(path.sep).join("/"));
+    }
   }
-  return count;
+  return written.sort();
 }
 
-/** A check that the run wrote exactly `expected` files under `root`. */
-export function expectWritten(root: string, expected: number): Contender["check"] {
+/**
+ * A check that the run wrote exactly `expected` files under `root`: that
+ * many, or (a function, asked at check time) exactly those paths.
+ */
+export function expectWritten(
+  root: string,
+  expected: number | (() => readonly string[]),
+): Contender["check"] {
   return (sample) => {
     const written = writtenSince(root, sample.startedAtMs);
-    return written === expected ? null : `wrote ${written} files, expected ${expected}`;
+    if (typeof expected === "number") {
+      return written.length === expected
+        ? null
+        : `wrote ${written.length} files, expected ${expected}`;
+    }
+    const want = [...expected()].sort();
+    return written.join("\n") === want.join("\n")
+      ? null
+      : `wrote ${written.join(", ") || "nothing"}, expected ${want.join(", ")}`;
   };
 }

@@ -245,6 +245,13 @@ export function changedVariant(base: Workload, variant: string): Workload {
   return { dir, files, bytes: files.reduce((sum, file) => sum + file.size, 0) };
 }
 
+/** The path of the one file whose bytes `variant` (a changedVariant of `base`) changed. */
+export function changedPathOf(base: Workload, variant: Workload): string {
+  const changed = variant.files.find((file, index) => file.sha256 !== base.files[index]?.sha256);
+  if (!changed) throw new Error(`${variant.dir} changes no file of ${base.dir}`);
+  return changed.path;
+}
+
 // `node dist/bench/workload.js M [seed]` generates (or finds) one set and prints where.
 if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) {
   const name = (process.argv[2] ?? "S") as SetSpec["name"];
