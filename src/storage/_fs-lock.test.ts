@@ -1,11 +1,15 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
+import { LockedError } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
-import { takeOver, takeoverFileName } from "./_fs-lock.js";
+import { acquireFsLock, describeFsLock, takeOver, takeoverFileName } from "./_fs-lock.js";
 import { deadPid } from "./_lock.fixtures.js";
+import { UNREADABLE_LOCK_HOLDER } from "./_lock-file.js";
 
 const STALE = '{"hostname":"h","pid":99999999,"started_at":"2026-01-01T00:00:00Z"}\n';
 const MINE = '{"hostname":"h","pid":1,"started_at":"2026-01-02T00:00:00Z","lock_id":"aa"}\n';
@@ -108,4 +112,29 @@ describe("stale lock takeover", () => {
         for (const name of await readdir(root)) await rm(path.join(root, name));
       }
     }));
+});
+
+describe("a lock that is not a regular file", () => {
+  // A fifo made every run and `status` wait forever in open(); a link to
+  // /dev/zero failed with "Invalid string length". Both are held by an
+  // unknown holder: nothing here wrote them, and nothing may remove them.
+  for (const [what, plant] of [
+    ["a fifo", (file: string) => execFileSync("mkfifo", [file])],
+    ["a link to /dev/zero", (file: string) => symlinkSync("/dev/zero", file)],
+    ["a file larger than any lock", (file: string) => writeFileSync(file, "x".repeat(70_000))],
+  ] as const) {
+    // The timeout turns a regression (a hang in open()) into a failure.
+    it(`${what} is locked by an unknown holder, at once`, { timeout: 10_000 }, () =>
+      withRoot(async (root) => {
+        plant(path.join(root, LOCK_FILE));
+        assert.deepEqual(await describeFsLock(root), UNREADABLE_LOCK_HOLDER);
+        await assert.rejects(acquireFsLock(root), (error: unknown) => {
+          assert.ok(error instanceof LockedError, String(error));
+          assert.match(error.message, /unknown holder/);
+          return true;
+        });
+        assert.deepEqual(await readdir(root), [LOCK_FILE], "left as it was");
+      }),
+    );
+  }
 });

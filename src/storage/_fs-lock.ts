@@ -12,7 +12,8 @@
  * clearing it, and the lock's new holder removes the files left behind.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { link, lstat, mkdir, open, readdir, readFile, rm, rmdir, unlink } from "node:fs/promises";
+import { constants } from "node:fs";
+import { link, lstat, mkdir, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
@@ -169,7 +170,7 @@ async function createTakeoverFile(
     const text =
       stats === null
         ? null
-        : await readFile(file, "utf8").catch((error: unknown) =>
+        : await readLockText(file).catch((error: unknown) =>
             errnoCode(error) === "ENOENT" ? null : "",
           );
     // Gone again: its taker finished (it replaced the lock, which the caller
@@ -216,10 +217,42 @@ async function removeOtherTakeoverFiles(root: string, ours: string): Promise<voi
 
 async function readText(root: string, name: string): Promise<string | null> {
   try {
-    return await readFile(path.join(root, name), "utf8");
+    return await readLockText(path.join(root, name));
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return null;
     throw storageError("read the lock", { root, relPath: name, error });
+  }
+}
+
+// O_NONBLOCK: opening a fifo must not wait for a writer; O_NOFOLLOW: a lock is never a link.
+const LOCK_READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** Far above any lock or takeover file this code writes (a few hundred bytes). */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * The text of a lock or takeover file; "" (a lock nobody can parse: held by
+ * an unknown holder) for anything but a regular file of at most
+ * MAX_LOCK_BYTES. A fifo planted at the lock's name made every run and
+ * `status` wait forever in open(), where not even SIGTERM ended them, and a
+ * link to /dev/zero failed with "Invalid string length".
+ */
+async function readLockText(file: string): Promise<string> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(file, LOCK_READ_FLAGS);
+  } catch (error) {
+    // A symlink (O_NOFOLLOW): not a lock this code wrote.
+    if (errnoCode(error) === "ELOOP") return "";
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile() || stats.size > MAX_LOCK_BYTES) return "";
+    const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    return bytesRead > MAX_LOCK_BYTES ? "" : buffer.toString("utf8", 0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }
 
