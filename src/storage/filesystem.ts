@@ -31,6 +31,7 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
+import { atPinnedEntry, canPinFolders, inPinnedFolder } from "./_fs-pinned.js";
 import { readWhole } from "./_fs-read.js";
 import { beginFsWrites } from "./_fs-staging.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
@@ -181,12 +182,15 @@ async function openStream(root: string, relPath: string): Promise<NodeJS.Readabl
 /**
  * Unlink each path; then remove the paths that are folders, if nothing but
  * empty folders is in them (deepest first, once the files are gone); then
- * the folders the deletes left empty (deepest first).
+ * the folders the deletes left empty (deepest first). Where folders can be
+ * pinned (_fs-pinned.ts), every unlink and rmdir goes through its parent
+ * folder held open, so that a folder swapped for a link meanwhile is never
+ * followed; the paths are then deleted folder by folder.
  */
 async function deletePaths(root: string, paths: readonly string[]): Promise<DeleteResult[]> {
-  const attempts = await mapLimit(paths, (relPath) => deleteOne(root, relPath), {
-    limit: DELETE_CONCURRENCY,
-  });
+  const attempts = canPinFolders
+    ? await deleteByFolder(root, paths)
+    : await mapLimit(paths, (relPath) => deleteOne(root, relPath), { limit: DELETE_CONCURRENCY });
   if (writesStopped()) {
     // No folder is emptied and none removed any more (see deleteOne).
     const stopped = stoppedMessage();
@@ -200,7 +204,7 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   const depth = (relPath: string) => relPath.split("/").length;
   const folderErrors = new Map<string, string>();
   for (const folder of folders.sort((a, b) => depth(b) - depth(a))) {
-    await removeEmptyTree(path.join(root, folder)).catch((error: unknown) => {
+    await removeEmptyTree(root, folder).catch((error: unknown) => {
       if (errnoCode(error) !== "ENOENT") folderErrors.set(folder, deleteFailure(error));
     });
   }
@@ -215,21 +219,38 @@ async function deletePaths(root: string, paths: readonly string[]): Promise<Dele
   const deepestFirst = [...dirs].sort((a, b) => depth(b) - depth(a));
   const stuck = new Map<string, string>();
   for (const dir of deepestFirst) {
-    // rmdir never follows a link and fails on a non-empty directory: exactly "left empty".
-    const absolute = path.join(root, dir);
-    await rmdir(absolute).catch(async (error: unknown) => {
-      if (NOT_OURS_TO_REMOVE.has(errnoCode(error) ?? "")) return;
+    const failure = await removeIfEmpty(root, dir);
+    if (failure !== null) stuck.set(dir, failure);
+  }
+  return stuck.size === 0 ? results : results.map((result) => withStuckFolder(result, stuck));
+}
+
+/**
+ * rmdir of `dir`, a folder a delete may have left empty: null when it is
+ * gone or was not left empty, else why it stayed. rmdir never follows a link
+ * and fails on a non-empty directory: exactly "left empty".
+ */
+async function removeIfEmpty(root: string, dir: string): Promise<string | null> {
+  const attempt = async (entry: string): Promise<string | null> => {
+    try {
+      await rmdir(entry);
+      return null;
+    } catch (error) {
+      if (NOT_OURS_TO_REMOVE.has(errnoCode(error) ?? "")) return null;
       // Linux checks permissions before emptiness: a folder that still
       // holds files under a read-only parent answers EACCES, not ENOTEMPTY.
       // One we may not read is passed over too (a plan that counted it gone
       // then fails at its write); any other readdir failure leaves it stuck.
-      const left = await readdir(absolute).catch((readError: unknown) =>
+      const left = await readdir(entry).catch((readError: unknown) =>
         UNREADABLE.has(errnoCode(readError) ?? "") ? ["?"] : [],
       );
-      if (left.length === 0) stuck.set(dir, deleteFailure(error));
-    });
-  }
-  return stuck.size === 0 ? results : results.map((result) => withStuckFolder(result, stuck));
+      return left.length === 0 ? deleteFailure(error, entry, path.join(root, dir)) : null;
+    }
+  };
+  if (!canPinFolders) return attempt(path.join(root, dir));
+  const pinned = await atPinnedEntry(root, dir, attempt);
+  // A parent gone or swapped for a link: nothing of ours is left to remove there.
+  return pinned.kind === "ok" ? pinned.value : null;
 }
 
 /**
@@ -278,26 +299,46 @@ async function unlinkUnlessFolder(absolute: string): Promise<boolean> {
   }
 }
 
-/** rmdir of `dir` and of the empty folders in it; fails on anything else in there. */
-async function removeEmptyTree(dir: string): Promise<void> {
-  // Checked again right here: a folder swapped for a symlink is never entered.
-  if (!(await lstat(dir)).isDirectory()) {
-    throw Object.assign(new Error(`${dir} is no longer a folder`), { code: "ENOTDIR" });
-  }
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    if (!entry.isDirectory()) {
-      const error = new Error(`${path.join(dir, entry.name)} is not an empty folder`);
-      throw Object.assign(error, { code: "ENOTEMPTY" });
+/**
+ * rmdir of `folder` (under `root`) and of the empty folders in it; fails on
+ * anything else in there. Where folders can be pinned, each is read through
+ * its own descriptor and removed through its parent's, so none swapped for a
+ * link is entered; elsewhere it is checked by path right before.
+ */
+async function removeEmptyTree(root: string, folder: string): Promise<void> {
+  const absolute = path.join(root, folder);
+  const gone = () => Object.assign(new Error(`${absolute} is gone`), { code: "ENOENT" });
+  const notFolder = () =>
+    Object.assign(new Error(`${absolute} is no longer a folder`), { code: "ENOTDIR" });
+  const emptyTree = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) {
+        const error = new Error(`${path.join(absolute, entry.name)} is not an empty folder`);
+        throw Object.assign(error, { code: "ENOTEMPTY" });
+      }
+      await removeEmptyTree(root, `${folder}/${entry.name}`);
     }
-    await removeEmptyTree(path.join(dir, entry.name));
+  };
+  if (!canPinFolders) {
+    // Checked again right here: a folder swapped for a symlink is never entered.
+    if (!(await lstat(absolute)).isDirectory()) throw notFolder();
+    await emptyTree(absolute);
+    await rmdir(absolute);
+    return;
   }
-  await rmdir(dir);
+  const emptied = await inPinnedFolder(root, folder, emptyTree);
+  if (emptied.kind === "missing") throw gone();
+  if (emptied.kind === "unsafe") throw notFolder();
+  const removed = await atPinnedEntry(root, folder, (entry) => rmdir(entry));
+  if (removed.kind === "missing") throw gone();
+  if (removed.kind === "unsafe") throw notFolder();
 }
 
-async function deleteOne(
-  root: string,
-  relPath: string,
-): Promise<DeleteResult & { folder?: boolean }> {
+/** What deleting one path came to; `folder` when it is a folder, removed later. */
+type DeleteAttempt = DeleteResult & { folder?: boolean };
+
+/** Delete one path, its ancestors checked by path first (where folders cannot be pinned). */
+async function deleteOne(root: string, relPath: string): Promise<DeleteAttempt> {
   const problem = unsafePathProblem(relPath);
   if (problem !== null) return { path: relPath, error: `refused: the path ${problem}` };
   try {
@@ -312,22 +353,102 @@ async function deleteOne(
     const folder = await unlinkUnlessFolder(path.join(root, relPath));
     return folder ? { path: relPath, folder } : { path: relPath };
   } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return { path: relPath };
-    return { path: relPath, error: deleteFailure(error) };
+    return attemptFailed(relPath, error);
   }
 }
 
-/** `EPERM: <message>`, without repeating the code when Node's message starts with it. */
-function deleteFailure(error: unknown): string {
+/**
+ * Delete `paths` folder by folder, each through its folder held open
+ * (_fs-pinned.ts): one descriptor per folder being worked on, a few folders
+ * at once. Results in the order of `paths`.
+ */
+async function deleteByFolder(root: string, paths: readonly string[]): Promise<DeleteAttempt[]> {
+  const attempts: DeleteAttempt[] = new Array(paths.length);
+  const byFolder = new Map<string, number[]>();
+  paths.forEach((relPath, index) => {
+    const problem = unsafePathProblem(relPath);
+    if (problem !== null) {
+      attempts[index] = { path: relPath, error: `refused: the path ${problem}` };
+      return;
+    }
+    const slash = relPath.lastIndexOf("/");
+    const folder = slash < 0 ? "" : relPath.slice(0, slash);
+    const members = byFolder.get(folder);
+    if (members === undefined) byFolder.set(folder, [index]);
+    else members.push(index);
+  });
+  await mapLimit(
+    [...byFolder],
+    async ([folder, indexes]) => {
+      const inFolder = await inPinnedFolder(root, folder, async (dir) => {
+        await mapLimit(
+          indexes,
+          async (index) => {
+            const relPath = paths[index] as string;
+            const entry = `${dir}/${path.posix.basename(relPath)}`;
+            attempts[index] = await deleteEntry(root, relPath, entry);
+          },
+          { limit: DELETES_PER_FOLDER },
+        );
+      }).catch((error: unknown) => {
+        for (const index of indexes) attempts[index] = attemptFailed(paths[index] as string, error);
+        return null;
+      });
+      if (inFolder === null || inFolder.kind === "ok") return;
+      for (const index of indexes) {
+        const relPath = paths[index] as string;
+        attempts[index] =
+          inFolder.kind === "missing"
+            ? { path: relPath }
+            : { path: relPath, error: unsafeAncestorError(root, relPath, inFolder).message };
+      }
+    },
+    { limit: FOLDERS_AT_ONCE },
+  );
+  return attempts;
+}
+
+/** deleteByFolder's limits: DELETE_CONCURRENCY unlinks in flight at most, in a few folders. */
+const FOLDERS_AT_ONCE = 4;
+const DELETES_PER_FOLDER = DELETE_CONCURRENCY / FOLDERS_AT_ONCE;
+
+/** Unlink `relPath` through `entry`, its path inside its open folder. */
+async function deleteEntry(root: string, relPath: string, entry: string): Promise<DeleteAttempt> {
+  try {
+    // A signal stops deletes too (see deleteOne).
+    assertWritesAllowed();
+    const folder = await unlinkUnlessFolder(entry);
+    return folder ? { path: relPath, folder } : { path: relPath };
+  } catch (error) {
+    return attemptFailed(relPath, error, { shown: entry, real: path.join(root, relPath) });
+  }
+}
+
+function attemptFailed(
+  relPath: string,
+  error: unknown,
+  paths?: { shown: string; real: string },
+): DeleteAttempt {
+  const code = errnoCode(error);
+  if (code === "ENOENT" || code === "ENOTDIR") return { path: relPath };
+  return { path: relPath, error: deleteFailure(error, paths?.shown, paths?.real) };
+}
+
+/**
+ * `EPERM: <message>`, without repeating the code when Node's message starts
+ * with it; a pinned folder's /proc path `shown` written as the real `real`.
+ */
+function deleteFailure(error: unknown, shown?: string, real?: string): string {
   const code = errnoCode(error) ?? "error";
-  const detail = error instanceof Error ? error.message : String(error);
+  let detail = error instanceof Error ? error.message : String(error);
+  if (shown !== undefined && real !== undefined) detail = detail.split(shown).join(real);
   return detail.startsWith(`${code}:`) ? detail : `${code}: ${detail}`;
 }
 
 /**
  * Remove every child of the root except the lock, which the caller holds while
- * replacing the destination. fs.rm unlinks symlinks rather than following them.
+ * replacing the destination. fs.rm unlinks symlinks rather than following them;
+ * where folders can be pinned, removeTreePinned is used instead (why: there).
  */
 async function deleteEverything(root: string): Promise<void> {
   let names: string[];
@@ -339,8 +460,53 @@ async function deleteEverything(root: string): Promise<void> {
   }
   for (const name of names) {
     if (name === LOCK_FILE) continue;
-    await rm(path.join(root, name), { recursive: true, force: true }).catch((error: unknown) => {
+    const removal = canPinFolders
+      ? removeTreePinned(root, name)
+      : rm(path.join(root, name), { recursive: true, force: true });
+    await removal.catch((error: unknown) => {
       throw storageError("delete", { root, relPath: name, error });
     });
   }
+}
+
+/**
+ * `relPath` and everything under it, each folder read through its own
+ * descriptor and each entry removed through its parent's (_fs-pinned.ts):
+ * fs.rm reads a folder by its path after checking it, so a folder swapped
+ * for a link in between had the link's target emptied. A link is removed
+ * itself, never followed.
+ */
+async function removeTreePinned(root: string, relPath: string): Promise<void> {
+  const isFolder = await atPinnedEntry(root, relPath, async (entry) => {
+    const stats = await lstat(entry).catch((error: unknown) => {
+      if (errnoCode(error) === "ENOENT") return null;
+      throw error;
+    });
+    if (stats?.isDirectory()) return true;
+    if (stats !== null) await unlink(entry).catch(ignoreMissing);
+    return false;
+  });
+  // Its folder gone or swapped for a link: nothing of ours is left there.
+  if (isFolder.kind !== "ok" || !isFolder.value) return;
+  const listed = await inPinnedFolder(root, relPath, (dir) => readdir(dir));
+  if (listed.kind === "unsafe") {
+    // Swapped for a link (or a file) since the lstat: remove that, never what it points at.
+    await atPinnedEntry(root, relPath, (entry) => unlink(entry).catch(ignoreMissing));
+    return;
+  }
+  if (listed.kind === "missing") return;
+  for (const name of listed.value) await removeTreePinned(root, `${relPath}/${name}`);
+  await atPinnedEntry(root, relPath, async (entry) => {
+    try {
+      await rmdir(entry);
+    } catch (error) {
+      // Swapped for a link (or a file) while it was emptied: remove that instead.
+      if (errnoCode(error) === "ENOTDIR") await unlink(entry).catch(ignoreMissing);
+      else ignoreMissing(error);
+    }
+  });
+}
+
+function ignoreMissing(error: unknown): void {
+  if (errnoCode(error) !== "ENOENT") throw error;
 }

@@ -1,0 +1,121 @@
+/**
+ * Folders held open while the files in them are removed, so that a folder
+ * swapped for a symbolic link in the middle of a delete cannot send the
+ * delete outside the root.
+ *
+ * A check of the path followed by `unlink(path)` leaves a window: anyone who
+ * can rename entries under the root can replace a checked folder with a link
+ * to a folder elsewhere, and the unlink then removes the file of the same
+ * name there (a review reproduced it with a replacement run of 10,000
+ * deletes: a dozen files outside the root removed). Here a folder is opened
+ * level by level from the root, every level with O_NOFOLLOW, and the calls
+ * that follow name their file through `/proc/self/fd/<fd>/<name>`, which the
+ * kernel resolves through the open folder itself: the folder opened while it
+ * was inside the root stays the one used, wherever it is moved meanwhile,
+ * and a link put in its place is never followed. Node.js has no unlinkat(2);
+ * this is the same guarantee through Linux's /proc.
+ *
+ * A descriptor is closed only once every call through it has settled (a
+ * number closed and reused while a call through it is in flight would
+ * resolve to another folder), and at most one per folder being worked on is
+ * open: a tree of 10,000 folders must not need 10,000 descriptors.
+ *
+ * Elsewhere (no /proc/self/fd) `canPinFolders` is false and callers check
+ * each folder by path before using it, with the window above
+ * (docs/destination-state.md, "Folders swapped for links").
+ */
+import { closeSync, constants, existsSync, lstatSync, openSync, type Stats } from "node:fs";
+import { errnoCode } from "../errors.js";
+import { type AncestorCheck, storageError } from "./_fs-paths.js";
+
+const PROC_FD = "/proc/self/fd";
+const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+/** Whether folders can be pinned here (Linux with /proc mounted). */
+export const canPinFolders = process.platform === "linux" && existsSync(PROC_FD);
+
+/** Why a folder could not be opened: it is missing, or a link or a file stands on the way. */
+export type NotPinned = Exclude<AncestorCheck, { kind: "ok" }>;
+
+/**
+ * Run `body` with `relDir` (under `root`; "" for the root itself) open,
+ * passing the path that names it through its descriptor; closed once `body`
+ * settles. The root is opened as configured, a link included (as everywhere
+ * else: docs/configuration.md); each folder under it with O_NOFOLLOW,
+ * relative to the one above, whose descriptor is closed as soon as the next
+ * is open.
+ */
+export async function inPinnedFolder<T>(
+  root: string,
+  relDir: string,
+  body: (dir: string) => Promise<T>,
+): Promise<Pinned<T>> {
+  const opened = openFolder(root, relDir);
+  if (typeof opened !== "number") return opened;
+  try {
+    return { kind: "ok", value: await body(`${PROC_FD}/${opened}`) };
+  } finally {
+    closeSync(opened);
+  }
+}
+
+/** What `body` gave, or why its folder could not be opened. */
+export type Pinned<T> = { kind: "ok"; value: T } | NotPinned;
+
+/** inPinnedFolder on `relPath`'s parent, passing the path of `relPath`'s own entry in it. */
+export function atPinnedEntry<T>(
+  root: string,
+  relPath: string,
+  body: (entry: string) => Promise<T>,
+): Promise<Pinned<T>> {
+  const slash = relPath.lastIndexOf("/");
+  const parent = slash < 0 ? "" : relPath.slice(0, slash);
+  return inPinnedFolder(root, parent, (dir) => body(`${dir}/${relPath.slice(slash + 1)}`));
+}
+
+/** The descriptor of `relDir`, or why it cannot be opened. */
+function openFolder(root: string, relDir: string): number | NotPinned {
+  let fd = openOne(root, "", root, constants.O_RDONLY | constants.O_DIRECTORY);
+  if (typeof fd !== "number") return fd;
+  let at = "";
+  for (const name of relDir === "" ? [] : relDir.split("/")) {
+    at = at === "" ? name : `${at}/${name}`;
+    const next = openOne(root, at, `${PROC_FD}/${fd}/${name}`, FOLDER_FLAGS);
+    closeSync(fd);
+    if (typeof next !== "number") return next;
+    fd = next;
+  }
+  return fd;
+}
+
+function openOne(root: string, relDir: string, at: string, flags: number): number | NotPinned {
+  try {
+    return openSync(at, flags);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT") return { kind: "missing" };
+    // A root that is a file holds nothing to delete (as a path lookup under it finds).
+    if (code === "ENOTDIR" && relDir === "") return { kind: "missing" };
+    // With O_DIRECTORY, Linux answers a link with ENOTDIR (ELOOP without
+    // it), as it answers a file: the entry itself says which (lstat never
+    // follows it, and `at` reaches it through the open parent).
+    if (code === "ENOTDIR" || code === "ELOOP") {
+      const link = lstatIfThere(at)?.isSymbolicLink();
+      if (link === undefined) return { kind: "missing" };
+      return {
+        kind: "unsafe",
+        ancestor: relDir,
+        what: link ? "a symbolic link" : "not a directory",
+      };
+    }
+    throw storageError("inspect", { root, relPath: relDir, error });
+  }
+}
+
+function lstatIfThere(at: string): Stats | undefined {
+  try {
+    return lstatSync(at);
+  } catch {
+    return undefined;
+  }
+}
