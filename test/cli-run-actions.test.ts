@@ -436,6 +436,29 @@ describe("fail_unmanaged", () => {
     assert.deepEqual(await listFiles(s.root), ["stray.txt"]);
   });
 
+  test("a root holding only a name that is not UTF-8 is not empty: fail_unmanaged, nothing written", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    // 0xFE is never valid UTF-8; readdir hands such a name back as U+FFFD.
+    const name = Buffer.concat([Buffer.from(`${s.root}/kept-`), Buffer.from([0xfe])]);
+    await writeFile(name, "hand-made\n");
+    const { code, json } = await s.runJson();
+    assert.equal(code, 1);
+    const result = onlyResult(json);
+    assert.equal(result.action, "fail_unmanaged");
+    assert.ok(result.error?.paths.includes("kept-\uFFFD"), JSON.stringify(result.error));
+    assert.equal(await readFile(name, "utf8"), "hand-made\n");
+    assert.deepEqual(await listFiles(s.root), ["kept-\uFFFD"], "nothing written beside it");
+    // --force reaches it by its bytes, and a folder of such a name with all it holds.
+    const folder = Buffer.concat([Buffer.from(`${s.root}/sub/d`), Buffer.from([0xfe])]);
+    await mkdir(folder, { recursive: true });
+    await writeFile(Buffer.concat([folder, Buffer.from("/inside.txt")]), "x");
+    const forced = await s.runJson(["--force", "--pipeline", "site", "--destination", "web"]);
+    assert.equal(forced.code, 0, JSON.stringify(forced.json));
+    assert.deepEqual(onlyResult(forced.json).deleted, ["kept-\uFFFD", "sub/d\uFFFD"]);
+    assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS, "emptied, then published");
+  });
+
   test("an unrecorded file at a planned path stops every pair of the run", async () => {
     const s = await scenario((base) => ({
       pipelines: {

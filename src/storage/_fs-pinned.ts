@@ -29,7 +29,8 @@ import { errnoCode } from "../errors.js";
 import { type AncestorCheck, storageError } from "./_fs-paths.js";
 
 const PROC_FD = "/proc/self/fd";
-const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** A folder under the root: never through a link at its own name. */
+export const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** Whether folders can be pinned here (Linux with /proc mounted). */
 export const canPinFolders = process.platform === "linux" && existsSync(PROC_FD);

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -62,6 +63,25 @@ describe("shared walks", () => {
       subtrees.entries,
       plain.filter((entry) => !["e", "link"].includes(entry.path)),
     );
+  });
+
+  it("a name that is not UTF-8 is listed as other content, never dropped", async () => {
+    const root = await tree(["ok.txt", "sub/ok.txt"]);
+    // 0xFE is never valid in UTF-8: readdir can only give it as U+FFFD.
+    const raw = (relative: string, bytes: number[]) =>
+      Buffer.concat([Buffer.from(`${root}/${relative}`), Buffer.from(bytes)]);
+    writeFileSync(raw("", [0x66, 0xfe]), "a file");
+    mkdirSync(raw("sub/", [0x64, 0xfe]));
+    writeFileSync(Buffer.concat([raw("sub/", [0x64, 0xfe]), Buffer.from("/inside.txt")]), "x");
+    const expected = [
+      { path: "f\uFFFD", size: 0, type: "other" },
+      { path: "ok.txt", size: 6, type: "file" },
+      { path: "sub/d\uFFFD", size: 0, type: "other" },
+      { path: "sub/ok.txt", size: 10, type: "file" },
+    ];
+    assert.deepEqual(await walkTree(root), expected);
+    for (const helpers of [1, 2])
+      assert.deepEqual(await walkTreeOffThread(root, helpers), expected);
   });
 
   it("a thread takes only what the others have not claimed", async () => {

@@ -157,7 +157,7 @@ function splitTop(root: string, wantDirs: number): { leaves: string[]; dirs: str
       for (const dirent of dirents) {
         const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
         // isDirectory() is false for a symlink to a directory, so links are never descended.
-        (dirent.isDirectory() ? next : leaves).push(relPath);
+        (dirent.isDirectory() && reachable(root, relPath) ? next : leaves).push(relPath);
       }
     }
     level = next;
@@ -370,11 +370,29 @@ function listInto(
   for (const dirent of dirents) {
     const relPath = dir === "" ? dirent.name : `${dir}/${dirent.name}`;
     // isDirectory() is false for a symlink to a directory, so links are never descended.
-    if (dirent.isDirectory()) dirs.push(relPath);
+    if (dirent.isDirectory() && reachable(root, relPath)) dirs.push(relPath);
     else {
       const entry = statLeaf(root, relPath);
       if (entry !== null) entries.push(entry);
     }
+  }
+}
+
+/**
+ * U+FFFD, which readdir puts in place of bytes that are not UTF-8. Such a
+ * name cannot be looked up again as a string: it is listed as `other` (see
+ * statLeaf), so that it counts as unmanaged content, as anything else there.
+ */
+const NOT_UTF8 = "\uFFFD";
+
+/** Whether the folder at `relPath` can be read by that name (see NOT_UTF8). */
+function reachable(root: string, relPath: string): boolean {
+  if (!relPath.includes(NOT_UTF8)) return true;
+  try {
+    lstatSync(`${root}/${relPath}`);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -384,7 +402,12 @@ function statLeaf(root: string, relPath: string): StorageEntry | null {
     // there is nothing to normalise, and join cost 0.7 µs of the ~6 µs per entry.
     return entryFromStats(relPath, lstatSync(`${root}/${relPath}`));
   } catch (error) {
-    if (errnoCode(error) === "ENOENT") return null;
+    if (errnoCode(error) === "ENOENT") {
+      // A name that is not UTF-8 is there, under a name no string can give:
+      // unmanaged content in the way of an empty-root publish, not nothing.
+      // (A file that vanished during the walk is skipped, as ever.)
+      return relPath.includes(NOT_UTF8) ? { path: relPath, size: 0, type: "other" } : null;
+    }
     throw storageError("inspect", { root, relPath, error });
   }
 }

@@ -16,7 +16,8 @@
  *   is false because the root's lock, not the write, keeps writers apart.
  * - Unexpected errno errors become `storage_error` naming the path and the code.
  */
-import { constants } from "node:fs";
+import { isUtf8 } from "node:buffer";
+import { closeSync, constants, openSync } from "node:fs";
 import { type FileHandle, lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
@@ -31,7 +32,7 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
-import { atPinnedEntry, canPinFolders, inPinnedFolder } from "./_fs-pinned.js";
+import { atPinnedEntry, canPinFolders, FOLDER_FLAGS, inPinnedFolder } from "./_fs-pinned.js";
 import { readWhole } from "./_fs-read.js";
 import { beginFsWrites } from "./_fs-staging.js";
 import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
@@ -385,8 +386,10 @@ async function deleteByFolder(root: string, paths: readonly string[]): Promise<D
           indexes,
           async (index) => {
             const relPath = paths[index] as string;
-            const entry = `${dir}/${path.posix.basename(relPath)}`;
-            attempts[index] = await deleteEntry(root, relPath, entry);
+            const name = path.posix.basename(relPath);
+            attempts[index] = name.includes(NOT_UTF8)
+              ? await deleteUndecodable(root, relPath, dir)
+              : await deleteEntry(root, relPath, `${dir}/${name}`);
           },
           { limit: DELETES_PER_FOLDER },
         );
@@ -411,6 +414,39 @@ async function deleteByFolder(root: string, paths: readonly string[]): Promise<D
 /** deleteByFolder's limits: DELETE_CONCURRENCY unlinks in flight at most, in a few folders. */
 const FOLDERS_AT_ONCE = 4;
 const DELETES_PER_FOLDER = DELETE_CONCURRENCY / FOLDERS_AT_ONCE;
+
+/** U+FFFD: how the listing shows a name that is not UTF-8 (_fs-walk.ts). */
+const NOT_UTF8 = "\uFFFD";
+
+/**
+ * Delete what the listing showed as `relPath`, a name with U+FFFD in it, in
+ * the open folder `dir`: every entry there whose bytes are not UTF-8 and
+ * read as that name, with all it holds (the listing never looked inside
+ * it). Such a name can only be reached by its bytes, and only `--force`
+ * deletes content it did not record; a name that is U+FFFD in UTF-8 is
+ * deleted as any other.
+ */
+async function deleteUndecodable(
+  root: string,
+  relPath: string,
+  dir: string,
+): Promise<DeleteAttempt> {
+  const shown = path.posix.basename(relPath);
+  try {
+    assertWritesAllowed();
+    for (const name of await readdir(dir, { encoding: "buffer" })) {
+      if (name.toString("utf8") !== shown) continue;
+      if (isUtf8(name)) await unlinkUnlessFolder(`${dir}/${shown}`);
+      else await removeIn(dir, name);
+    }
+    return { path: relPath };
+  } catch (error) {
+    return attemptFailed(relPath, error, {
+      shown: dir,
+      real: path.join(root, path.posix.dirname(relPath)),
+    });
+  }
+}
 
 /** Unlink `relPath` through `entry`, its path inside its open folder. */
 async function deleteEntry(root: string, relPath: string, entry: string): Promise<DeleteAttempt> {
@@ -448,9 +484,18 @@ function deleteFailure(error: unknown, shown?: string, real?: string): string {
 /**
  * Remove every child of the root except the lock, which the caller holds while
  * replacing the destination. fs.rm unlinks symlinks rather than following them;
- * where folders can be pinned, removeTreePinned is used instead (why: there).
+ * where folders can be pinned, the tree is removed through open folders (removeIn).
  */
 async function deleteEverything(root: string): Promise<void> {
+  if (canPinFolders) {
+    const emptied = await inPinnedFolder(root, "", (dir) => emptyPinnedRoot(root, dir));
+    // A root that is missing (or a file) holds nothing to delete.
+    if (emptied.kind === "unsafe") {
+      const error = Object.assign(new Error(`the root is ${emptied.what}`), { code: "ENOTDIR" });
+      throw storageError("delete", { root, relPath: "", error });
+    }
+    return;
+  }
   let names: string[];
   try {
     names = await readdir(root);
@@ -460,51 +505,62 @@ async function deleteEverything(root: string): Promise<void> {
   }
   for (const name of names) {
     if (name === LOCK_FILE) continue;
-    const removal = canPinFolders
-      ? removeTreePinned(root, name)
-      : rm(path.join(root, name), { recursive: true, force: true });
-    await removal.catch((error: unknown) => {
+    await rm(path.join(root, name), { recursive: true, force: true }).catch((error: unknown) => {
       throw storageError("delete", { root, relPath: name, error });
     });
   }
 }
 
 /**
- * `relPath` and everything under it, each folder read through its own
- * descriptor and each entry removed through its parent's (_fs-pinned.ts):
- * fs.rm reads a folder by its path after checking it, so a folder swapped
- * for a link in between had the link's target emptied. A link is removed
- * itself, never followed.
+ * Every entry of the open root `dir` but the lock, removed with removeIn.
+ * Names are read as bytes: one that is not UTF-8 cannot be named again as a
+ * string, and --force must empty the root of it too.
  */
-async function removeTreePinned(root: string, relPath: string): Promise<void> {
-  const isFolder = await atPinnedEntry(root, relPath, async (entry) => {
-    const stats = await lstat(entry).catch((error: unknown) => {
-      if (errnoCode(error) === "ENOENT") return null;
-      throw error;
+async function emptyPinnedRoot(root: string, dir: string): Promise<void> {
+  const lock = Buffer.from(LOCK_FILE);
+  for (const name of await readdir(dir, { encoding: "buffer" })) {
+    if (name.equals(lock)) continue;
+    await removeIn(dir, name).catch((error: unknown) => {
+      throw storageError("delete", { root, relPath: name.toString(), error });
     });
-    if (stats?.isDirectory()) return true;
-    if (stats !== null) await unlink(entry).catch(ignoreMissing);
-    return false;
-  });
-  // Its folder gone or swapped for a link: nothing of ours is left there.
-  if (isFolder.kind !== "ok" || !isFolder.value) return;
-  const listed = await inPinnedFolder(root, relPath, (dir) => readdir(dir));
-  if (listed.kind === "unsafe") {
-    // Swapped for a link (or a file) since the lstat: remove that, never what it points at.
-    await atPinnedEntry(root, relPath, (entry) => unlink(entry).catch(ignoreMissing));
-    return;
   }
-  if (listed.kind === "missing") return;
-  for (const name of listed.value) await removeTreePinned(root, `${relPath}/${name}`);
-  await atPinnedEntry(root, relPath, async (entry) => {
-    try {
-      await rmdir(entry);
-    } catch (error) {
-      // Swapped for a link (or a file) while it was emptied: remove that instead.
-      if (errnoCode(error) === "ENOTDIR") await unlink(entry).catch(ignoreMissing);
-      else ignoreMissing(error);
-    }
-  });
+}
+
+/**
+ * The entry `name` of the open folder `dir` (a /proc/self/fd path) and
+ * everything under it: a folder is opened with O_NOFOLLOW relative to `dir`,
+ * emptied through its own descriptor and then removed through `dir`, so a
+ * folder swapped for a link at any moment is never entered: fs.rm reads a
+ * folder by its path after checking it, and a folder swapped for a link in
+ * between had the link's target emptied. A link is removed itself. One
+ * descriptor per level is open at a time.
+ */
+async function removeIn(dir: string, name: Buffer): Promise<void> {
+  const entry = Buffer.concat([Buffer.from(`${dir}/`), name]);
+  let fd: number;
+  try {
+    fd = openSync(entry, FOLDER_FLAGS);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT") return;
+    // Not a folder (a file, a link, a fifo...): unlink never follows it.
+    if (code === "ENOTDIR" || code === "ELOOP") return unlink(entry).catch(ignoreMissing);
+    throw error;
+  }
+  try {
+    const inside = `/proc/self/fd/${fd}`;
+    for (const child of await readdir(inside, { encoding: "buffer" }))
+      await removeIn(inside, child);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    await rmdir(entry);
+  } catch (error) {
+    // Swapped for a link (or a file) while it was emptied: remove that instead.
+    if (errnoCode(error) === "ENOTDIR") await unlink(entry).catch(ignoreMissing);
+    else ignoreMissing(error);
+  }
 }
 
 function ignoreMissing(error: unknown): void {
