@@ -459,6 +459,20 @@ describe("fail_unmanaged", () => {
     assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS, "emptied, then published");
   });
 
+  test("--force empties a root of names no output can have: a backslash, a newline, a tab", async () => {
+    const s = await scenario();
+    await mkdir(path.join(s.root, "tab\tdir"), { recursive: true });
+    await writeFile(path.join(s.root, "back\\slash"), "x");
+    await writeFile(path.join(s.root, "new\nline"), "y");
+    await writeFile(path.join(s.root, "tab\tdir", "f"), "z");
+    const plain = await s.runJson();
+    assert.equal(onlyResult(plain.json).action, "fail_unmanaged");
+    const forced = await s.runJson(["--force", "--pipeline", "site", "--destination", "web"]);
+    assert.equal(forced.code, 0, JSON.stringify(forced.json));
+    assert.deepEqual(onlyResult(forced.json).deleted, ["back\\slash", "new\nline", "tab\tdir/f"]);
+    assert.deepEqual(await publishedFiles(s.root), SITE_OUTPUTS);
+  });
+
   test("an unrecorded file at a planned path stops every pair of the run", async () => {
     const s = await scenario((base) => ({
       pipelines: {

@@ -33,6 +33,26 @@ export function unsafePathProblem(relPath: string): string | null {
   return null;
 }
 
+/**
+ * unsafePathProblem for a delete through folders held open (_fs-pinned.ts,
+ * Linux): each segment is then only ever a name inside the folder opened
+ * before it, so a backslash or a control character (both legal in Linux
+ * file names) cannot change where it leads; empty, `.` and `..` segments
+ * still could. `--force` can then empty a root of names that no output
+ * could have (`a\b`, a newline), which it listed and must delete.
+ */
+export function undeletablePathProblem(relPath: string): string | null {
+  if (relPath === "") return "is empty";
+  if (relPath.includes("\0")) return "contains NUL";
+  if (relPath.startsWith("/")) return "is absolute";
+  for (const segment of relPath.split("/")) {
+    if (segment === "" || segment === "." || segment === "..") {
+      return `contains an empty, '.' or '..' segment`;
+    }
+  }
+  return null;
+}
+
 /** The absolute path of `relPath` under `root`; throws `unsafe_path` when it is not safe. */
 export function resolveInside(root: string, relPath: string): string {
   const problem = unsafePathProblem(relPath);

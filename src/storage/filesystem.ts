@@ -29,6 +29,7 @@ import {
   nonFolderOnPath,
   resolveInside,
   storageError,
+  undeletablePathProblem,
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
@@ -367,7 +368,7 @@ async function deleteByFolder(root: string, paths: readonly string[]): Promise<D
   const attempts: DeleteAttempt[] = new Array(paths.length);
   const byFolder = new Map<string, number[]>();
   paths.forEach((relPath, index) => {
-    const problem = unsafePathProblem(relPath);
+    const problem = undeletablePathProblem(relPath);
     if (problem !== null) {
       attempts[index] = { path: relPath, error: `refused: the path ${problem}` };
       return;
