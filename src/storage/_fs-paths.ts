@@ -24,6 +24,11 @@ export function unsafePathProblem(relPath: string): string | null {
   if (relPath === "") return "is empty";
   if (relPath.includes("\\")) return "contains a backslash";
   if (CONTROL.test(relPath)) return "contains NUL or a control character";
+  return shapeProblem(relPath);
+}
+
+/** An absolute path, or an empty, `.` or `..` segment: what could lead out of a folder. */
+function shapeProblem(relPath: string): string | null {
   if (relPath.startsWith("/")) return "is absolute";
   for (const segment of relPath.split("/")) {
     if (segment === "" || segment === "." || segment === "..") {
@@ -44,13 +49,7 @@ export function unsafePathProblem(relPath: string): string | null {
 export function undeletablePathProblem(relPath: string): string | null {
   if (relPath === "") return "is empty";
   if (relPath.includes("\0")) return "contains NUL";
-  if (relPath.startsWith("/")) return "is absolute";
-  for (const segment of relPath.split("/")) {
-    if (segment === "" || segment === "." || segment === "..") {
-      return `contains an empty, '.' or '..' segment`;
-    }
-  }
-  return null;
+  return shapeProblem(relPath);
 }
 
 /** The absolute path of `relPath` under `root`; throws `unsafe_path` when it is not safe. */

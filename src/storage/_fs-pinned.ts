@@ -32,6 +32,11 @@ const PROC_FD = "/proc/self/fd";
 /** A folder under the root: never through a link at its own name. */
 export const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
+/** The path that names the open file or folder `fd` (Linux). */
+export function fdPath(fd: number): string {
+  return `${PROC_FD}/${fd}`;
+}
+
 /** Whether folders can be pinned here (Linux with /proc mounted). */
 export const canPinFolders = process.platform === "linux" && existsSync(PROC_FD);
 
@@ -54,7 +59,7 @@ export async function inPinnedFolder<T>(
   const opened = openFolder(root, relDir);
   if (typeof opened !== "number") return opened;
   try {
-    return { kind: "ok", value: await body(`${PROC_FD}/${opened}`) };
+    return { kind: "ok", value: await body(fdPath(opened)) };
   } finally {
     closeSync(opened);
   }
@@ -81,7 +86,7 @@ function openFolder(root: string, relDir: string): number | NotPinned {
   let at = "";
   for (const name of relDir === "" ? [] : relDir.split("/")) {
     at = at === "" ? name : `${at}/${name}`;
-    const next = openOne(root, at, `${PROC_FD}/${fd}/${name}`, FOLDER_FLAGS);
+    const next = openOne(root, at, `${fdPath(fd)}/${name}`, FOLDER_FLAGS);
     closeSync(fd);
     if (typeof next !== "number") return next;
     fd = next;

@@ -383,7 +383,7 @@ function listInto(
  * name cannot be looked up again as a string: it is listed as `other` (see
  * statLeaf), so that it counts as unmanaged content, as anything else there.
  */
-const NOT_UTF8 = "\uFFFD";
+export const NOT_UTF8 = "\uFFFD";
 
 /** Whether the folder at `relPath` can be read by that name (see NOT_UTF8). */
 function reachable(root: string, relPath: string): boolean {

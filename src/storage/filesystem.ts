@@ -33,10 +33,16 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
-import { atPinnedEntry, canPinFolders, FOLDER_FLAGS, inPinnedFolder } from "./_fs-pinned.js";
+import {
+  atPinnedEntry,
+  canPinFolders,
+  FOLDER_FLAGS,
+  fdPath,
+  inPinnedFolder,
+} from "./_fs-pinned.js";
 import { readWhole } from "./_fs-read.js";
 import { beginFsWrites } from "./_fs-staging.js";
-import { entryFromStats, walkTree, walkTreeOffThread } from "./_fs-walk.js";
+import { entryFromStats, NOT_UTF8, walkTree, walkTreeOffThread } from "./_fs-walk.js";
 import { tokenOf, writeAtomic } from "./_fs-write.js";
 import {
   assertWritesAllowed,
@@ -416,9 +422,6 @@ async function deleteByFolder(root: string, paths: readonly string[]): Promise<D
 const FOLDERS_AT_ONCE = 4;
 const DELETES_PER_FOLDER = DELETE_CONCURRENCY / FOLDERS_AT_ONCE;
 
-/** U+FFFD: how the listing shows a name that is not UTF-8 (_fs-walk.ts). */
-const NOT_UTF8 = "\uFFFD";
-
 /**
  * Delete what the listing showed as `relPath`, a name with U+FFFD in it, in
  * the open folder `dir`: every entry there whose bytes are not UTF-8 and
@@ -549,7 +552,7 @@ async function removeIn(dir: string, name: Buffer): Promise<void> {
     throw error;
   }
   try {
-    const inside = `/proc/self/fd/${fd}`;
+    const inside = fdPath(fd);
     for (const child of await readdir(inside, { encoding: "buffer" }))
       await removeIn(inside, child);
   } finally {
