@@ -22,6 +22,7 @@ import { after, describe, it } from "node:test";
 import { applyPlan } from "../src/execution/apply-plan.js";
 import type { OutputContent } from "../src/model.js";
 import { TEMP_PREFIX } from "../src/paths.js";
+import { canPinFolders } from "../src/storage/_fs-pinned.js";
 import { writeSmallSync } from "../src/storage/_fs-write.js";
 import type { StorageDriver, WriteBatch } from "../src/storage/driver.js";
 import { createFilesystemDriver } from "../src/storage/filesystem.js";
@@ -157,7 +158,8 @@ describe("filesystem driver: new folders are written whole", () => {
         syncBuiltinESMExports();
       });
       fs.renameSync = (from: fs.PathLike, to: fs.PathLike) => {
-        if (String(to) === path.join(root, "late")) {
+        // On Linux the rename names the folder through its open parent (_fs-pinned.ts).
+        if (path.basename(String(to)) === "late") {
           fs.writeFileSync(path.join(root, "late", "theirs.txt"), "theirs\n");
         }
         realRename(from, to);
@@ -201,6 +203,100 @@ describe("filesystem driver: new folders are written whole", () => {
       await rejectsWithCode(batch.commit(), "storage_error");
       assert.equal(await exists(path.join(root, "new")), false);
       assert.deepEqual(await readdir(path.join(outside, "b")), []);
+    }));
+
+  it("a temporary folder renamed away and replaced by a link: writes stay in it, the commit refuses", () =>
+    withRoot(async (root, driver) => {
+      // Someone who can write to the root moves the temporary folder away
+      // and puts a link to a folder outside in its place. Where folders
+      // are held open (Linux) the writes go on into the folder moved, never
+      // through the link; elsewhere they are refused (the link is checked).
+      const outside = path.join(path.dirname(root), "outside");
+      await mkdir(path.join(outside, "a"), { recursive: true });
+      await writeFile(path.join(outside, "a", "x.txt"), "not ours\n");
+      const batch = await begin(driver, ["new/a/x.txt", "new/b.txt"]);
+      const staged = (await readdir(root)).find((name) => name.startsWith(TEMP_PREFIX)) as string;
+      await fs.promises.rename(path.join(root, staged), path.join(root, "moved"));
+      await symlink(outside, path.join(root, staged));
+      const wrote = await batch
+        .writeAll([
+          { path: "new/a/x.txt", content: bytes("x") },
+          { path: "new/b.txt", content: bytes("b") },
+        ])
+        .then(
+          () => true,
+          () => false,
+        );
+      assert.deepEqual((await readdir(outside)).sort(), ["a"]);
+      assert.equal(await readFile(path.join(outside, "a", "x.txt"), "utf8"), "not ours\n");
+      if (canPinFolders) {
+        assert.ok(wrote, "the writes went to the folder held open");
+        assert.equal(await readFile(path.join(root, "moved", "a", "x.txt"), "utf8"), "x");
+      }
+      const error = await rejectsWithCode(batch.commit(), "storage_error");
+      if (canPinFolders) assert.match(error.message, /is gone or was replaced/);
+      await batch.discard();
+      assert.equal(await exists(path.join(root, "new")), false, "the link is not put in place");
+      assert.equal(await readFile(path.join(outside, "a", "x.txt"), "utf8"), "not ours\n");
+    }));
+
+  it(
+    "a temporary folder is private until the commit, which gives it the mode of a new folder",
+    {
+      skip: !canPinFolders && "temporary folders are held open on Linux only",
+    },
+    () =>
+      withRoot(async (root, driver) => {
+        // A parent whose new folders inherit its group (setgid), as shared
+        // web roots often are: the folder put in place must have that bit.
+        await fs.promises.chmod(path.join(root, "old"), 0o2775);
+        const batch = await begin(driver, ["old/new/a.txt", "top/b.txt"]);
+        await batch.writeAll([
+          { path: "old/new/a.txt", content: bytes("a") },
+          { path: "top/b.txt", content: bytes("b") },
+        ]);
+        const stagedIn = async (dir: string) =>
+          (await readdir(dir))
+            .filter((name) => name.startsWith(TEMP_PREFIX))
+            .map((name) => path.join(dir, name));
+        const staged = [...(await stagedIn(root)), ...(await stagedIn(path.join(root, "old")))];
+        assert.equal(staged.length, 2);
+        for (const folder of staged) {
+          const mode = fs.statSync(folder).mode;
+          assert.equal(mode & 0o077, 0, `${folder} is open to others: ${mode.toString(8)}`);
+        }
+        await batch.commit();
+        // What a folder made there normally gets (umask, setgid, default ACLs).
+        for (const [made, parent] of [
+          ["old/new", "old"],
+          ["top", ""],
+        ] as const) {
+          const normal = path.join(root, parent, "made-normally");
+          await mkdir(normal);
+          assert.equal(
+            (fs.statSync(path.join(root, made)).mode & 0o7777).toString(8),
+            (fs.statSync(normal).mode & 0o7777).toString(8),
+            made,
+          );
+        }
+        assert.ok(fs.statSync(path.join(root, "old", "new")).mode & 0o2000, "setgid kept");
+      }),
+  );
+
+  it("past the temporary folders one batch holds open, new folders are written whole all the same", () =>
+    withRoot(async (root, driver) => {
+      // 1,002 new folders at the top: more than _fs-staging.ts's MAX_HELD
+      // (1,000), so the last are written through folders opened batch by batch.
+      const paths = Array.from({ length: 1002 }, (_, i) => `n${i}/sub/f.txt`);
+      const batch = await begin(driver, paths);
+      await batch.writeAll(paths.map((p) => ({ path: p, content: bytes(p) })));
+      assert.equal(await exists(path.join(root, "n1001")), false, "out of sight until the commit");
+      await batch.commit();
+      for (const p of [paths[0], paths[999], paths[1000], paths[1001]] as string[]) {
+        assert.equal(await readFile(path.join(root, p), "utf8"), p);
+      }
+      assert.equal((await readdir(root)).length, 1003, "old/ and the new folders");
+      assert.deepEqual(await tempPathsUnder(root), []);
     }));
 
   it("a write that comes after the discard fails, and does not make the temporary folder again", () =>

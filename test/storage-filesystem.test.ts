@@ -68,6 +68,102 @@ async function tempFilesUnder(dir: string): Promise<string[]> {
   return names.filter((name) => path.basename(name).startsWith(TEMP_PREFIX));
 }
 
+/**
+ * A race against a folder swapped for a link (see startSwapper), tried up to
+ * five times, each in a fresh sandbox with old/d0 … old/d49 of 40 files
+ * each ("ours") under the root and the same names outside it ("not ours"),
+ * which a swap of old/ offers in place of the files under the root. `race`
+ * says whether its swap came while the work ran: one that came after
+ * proves nothing.
+ */
+async function raceSwaps(
+  what: string,
+  race: (sandbox: Sandbox, paths: string[]) => Promise<boolean>,
+): Promise<void> {
+  let exercised = false;
+  for (let attempt = 0; attempt < 5 && !exercised; attempt++) {
+    await sandboxed(async (sandbox) => {
+      const { root, outside } = sandbox;
+      const paths: string[] = [];
+      for (let d = 0; d < 50; d++) {
+        for (const dir of [path.join(root, "old", `d${d}`), path.join(outside, `d${d}`)]) {
+          mkdirSync(dir, { recursive: true });
+        }
+        for (let f = 0; f < 40; f++) {
+          paths.push(`old/d${d}/f${f}.txt`);
+          writeFileSync(path.join(root, "old", `d${d}`, `f${f}.txt`), "ours");
+          writeFileSync(path.join(outside, `d${d}`, `f${f}.txt`), "not ours");
+        }
+      }
+      exercised = await race(sandbox, paths);
+    })();
+  }
+  assert.ok(exercised, `in 5 tries, no swap came while the ${what} ran`);
+}
+
+/** Every file raceSwaps put outside the root is there, as it was, and nothing else. */
+async function assertOutsideIntact(outside: string): Promise<void> {
+  for (let d = 0; d < 50; d++) {
+    const names = await readdir(path.join(outside, `d${d}`));
+    assert.equal(names.length, 40, `outside/d${d} holds 40 files`);
+    for (const name of names) {
+      const text = await readFile(path.join(outside, `d${d}`, name), "utf8");
+      assert.equal(text, "not ours", `outside/d${d}/${name} was replaced`);
+    }
+  }
+}
+
+/**
+ * Another process (a local user with write access to the root) that swaps
+ * `old` for a link to `outside` as soon as `begun` (a JavaScript
+ * expression over `fs` and `old`; an error counts as true) says that the
+ * work it races has begun. `said`: what it printed ("swapped", or "late"
+ * when `old` was gone already), once it has exited.
+ */
+async function startSwapper(
+  begun: string,
+  where: { old: string; moved: string; outside: string },
+): Promise<{ said: Promise<string> }> {
+  const swapper = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const fs = require("node:fs");
+       const [old, moved, outside] = process.argv.slice(1);
+       const begun = () => {
+         try {
+           return ${begun};
+         } catch {
+           return true;
+         }
+       };
+       console.log("ready");
+       const until = Date.now() + 20000;
+       while (Date.now() < until && !begun()) {}
+       try {
+         fs.renameSync(old, moved);
+         fs.symlinkSync(outside, old);
+         console.log("swapped");
+       } catch {
+         console.log("late");
+       }`,
+      where.old,
+      where.moved,
+      where.outside,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let said = "";
+  const exited = new Promise<string>((resolve) => swapper.on("exit", () => resolve(said)));
+  await new Promise<void>((resolve) => {
+    swapper.stdout.on("data", (chunk: Buffer) => {
+      said += chunk.toString();
+      if (said.includes("ready")) resolve();
+    });
+  });
+  return { said: exited };
+}
+
 describeStorageConformance("filesystem", async () => {
   const sandbox = await makeSandbox();
   return {
@@ -409,92 +505,61 @@ describe("filesystem driver: symlinks are never followed", () => {
   );
 
   for (const how of ["deleteMany", "deleteAll"] as const) {
-    it(`a folder swapped for a link while ${how} runs never sends a delete outside the root`, async () => {
-      // A swap that comes after the last delete proves nothing: tried
-      // again (each time in a fresh sandbox) until one lands among them.
-      let exercised = false;
-      for (let attempt = 0; attempt < 5 && !exercised; attempt++) {
-        await sandboxed(async ({ root, outside, driver }) => {
-          // 50 folders of 40 files, and outside the root the same names, which
-          // the swap below offers the deletes in place of the folder they empty.
-          const paths: string[] = [];
-          for (let d = 0; d < 50; d++) {
-            for (const dir of [path.join(root, "old", `d${d}`), path.join(outside, `d${d}`)]) {
-              mkdirSync(dir, { recursive: true });
-            }
-            for (let f = 0; f < 40; f++) {
-              paths.push(`old/d${d}/f${f}.txt`);
-              writeFileSync(path.join(root, "old", `d${d}`, `f${f}.txt`), "ours");
-              writeFileSync(path.join(outside, `d${d}`, `f${f}.txt`), "not ours");
-            }
-          }
-          // Another process (a local user with write access to the root) swaps
-          // old/ for a link to the outside folder as soon as the deletes begin.
-          // A race: deletes that check each folder by path and then unlink
-          // removed a few outside files in most runs of this test (5 of 8 when
-          // it was written); through folders held open (_fs-pinned.ts) none.
-          const swapper = spawn(
-            process.execPath,
-            [
-              "-e",
-              `const fs = require("node:fs");
-             const [how, old, moved, outside] = process.argv.slice(1);
-             // deleteMany empties the folders in the order given; deleteAll
-             // removes them one by one, in the order the folder lists them.
-             const begun = () => {
-               try {
-                 return how === "deleteMany"
-                   ? fs.readdirSync(old + "/d0").length < 40
-                   : fs.readdirSync(old).length < 50;
-               } catch {
-                 return true;
-               }
-             };
-             console.log("ready");
-             const until = Date.now() + 20000;
-             while (Date.now() < until && !begun()) {}
-             try {
-               fs.renameSync(old, moved);
-               fs.symlinkSync(outside, old);
-               console.log("swapped");
-             } catch {
-               console.log("late"); // old/ already gone: the deletes had ended
-             }`,
-              how,
-              path.join(root, "old"),
-              path.join(root, "moved"),
-              outside,
-            ],
-            { stdio: ["ignore", "pipe", "inherit"] },
-          );
-          let said = "";
-          const ready = new Promise<void>((resolve) => {
-            swapper.stdout.on("data", (chunk: Buffer) => {
-              said += chunk.toString();
-              if (said.includes("ready")) resolve();
-            });
-          });
-          const exited = new Promise((resolve) => swapper.on("exit", resolve));
-          await ready;
-          const results = how === "deleteMany" ? await driver.deleteMany(paths) : null;
-          if (how === "deleteAll") await driver.deleteAll?.();
-          await exited;
-          let outsideLeft = 0;
-          for (let d = 0; d < 50; d++)
-            outsideLeft += (await readdir(path.join(outside, `d${d}`))).length;
-          assert.equal(outsideLeft, 2000, "no file outside the root was deleted");
-          // deleteAll removes old/ itself, so a swap after its end could not
-          // rename it; deleteMany leaves emptied folders to the end, so only a
-          // refusal shows that deletes came after the swap.
-          exercised =
-            said.includes("swapped") &&
-            (results === null ||
-              results.some((result) => /symbolic link/.test(result.error ?? "")));
-        })();
-      }
-      assert.ok(exercised, "in 5 tries, no swap came while the deletes ran");
-    });
+    it(`a folder swapped for a link while ${how} runs never sends a delete outside the root`, () =>
+      raceSwaps("deletes", async ({ root, outside, driver }, paths) => {
+        // Another process (a local user with write access to the root) swaps
+        // old/ for a link to the outside folder as soon as the deletes begin.
+        // A race: deletes that check each folder by path and then unlink
+        // removed a few outside files in most runs of this test (5 of 8 when
+        // it was written); through folders held open (_fs-pinned.ts) none.
+        // deleteMany empties the folders in the order given; deleteAll
+        // removes them one by one, in the order the folder lists them.
+        const swapper = await startSwapper(
+          how === "deleteMany"
+            ? 'fs.readdirSync(old + "/d0").length < 40'
+            : "fs.readdirSync(old).length < 50",
+          { old: path.join(root, "old"), moved: path.join(root, "moved"), outside },
+        );
+        const results = how === "deleteMany" ? await driver.deleteMany(paths) : null;
+        if (how === "deleteAll") await driver.deleteAll?.();
+        const said = await swapper.said;
+        await assertOutsideIntact(outside);
+        // deleteAll removes old/ itself, so a swap after its end could not
+        // rename it; deleteMany leaves emptied folders to the end, so only a
+        // refusal shows that deletes came after the swap.
+        return (
+          said.includes("swapped") &&
+          (results === null || results.some((result) => /symbolic link/.test(result.error ?? "")))
+        );
+      }));
   }
+
+  it("a folder swapped for a link while files are written into it never sends a write outside the root", () =>
+    raceSwaps("writes", async ({ root, outside, driver }, paths) => {
+      // As above, for writes into folders that exist (a temp file renamed
+      // over each file): checked by path and then written by path, a swap
+      // in between sent the rename over the outside file of the same name
+      // (a review reproduced it, and so did this test: 3 of 3 with
+      // canPinFolders false); through folders held open, never. Writes go
+      // round the folders (apply-plan.ts): f0 of the last folder is among
+      // the first written.
+      const swapper = await startSwapper(
+        'fs.readFileSync(old + "/d49/f0.txt", "utf8") !== "ours"',
+        { old: path.join(root, "old"), moved: path.join(root, "moved"), outside },
+      );
+      assert.ok(driver.beginWrites);
+      const batch = await driver.beginWrites(paths);
+      const refused = await batch
+        .writeAll(paths.map((p) => ({ path: p, content: bytes("after") })))
+        .then(
+          () => false,
+          (error: { code?: string }) => error.code === "unsafe_path",
+        );
+      const said = await swapper.said;
+      await assertOutsideIntact(outside);
+      // Only a refusal shows that writes came after the swap.
+      return said.includes("swapped") && refused;
+    }));
 
   it(
     "deleting a symlink removes the link only",

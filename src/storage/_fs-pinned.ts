@@ -1,7 +1,7 @@
 /**
- * Folders held open while the files in them are removed, so that a folder
- * swapped for a symbolic link in the middle of a delete cannot send the
- * delete outside the root.
+ * Folders held open while the files in them are removed or written, so that
+ * a folder swapped for a symbolic link in the middle of a delete or a write
+ * cannot send it outside the root.
  *
  * A check of the path followed by `unlink(path)` leaves a window: anyone who
  * can rename entries under the root can replace a checked folder with a link
@@ -13,7 +13,9 @@
  * kernel resolves through the open folder itself: the folder opened while it
  * was inside the root stays the one used, wherever it is moved meanwhile,
  * and a link put in its place is never followed. Node.js has no unlinkat(2);
- * this is the same guarantee through Linux's /proc.
+ * this is the same guarantee through Linux's /proc. Writes go the same way
+ * (OpenFolders, _fs-write.ts), and so does making and committing a new
+ * folder's temporary stand-in (_fs-staging.ts).
  *
  * A descriptor is closed only once every call through it has settled (a
  * number closed and reused while a call through it is in flight would
@@ -24,7 +26,15 @@
  * each folder by path before using it, with the window above
  * (docs/destination-state.md, "Folders swapped for links").
  */
-import { closeSync, constants, existsSync, lstatSync, openSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  type Stats,
+} from "node:fs";
 import { errnoCode } from "../errors.js";
 import { type AncestorCheck, storageError } from "./_fs-paths.js";
 
@@ -56,7 +66,7 @@ export async function inPinnedFolder<T>(
   relDir: string,
   body: (dir: string) => Promise<T>,
 ): Promise<Pinned<T>> {
-  const opened = openFolder(root, relDir);
+  const opened = openPinnedFolder(root, relDir);
   if (typeof opened !== "number") return opened;
   try {
     return { kind: "ok", value: await body(fdPath(opened)) };
@@ -79,8 +89,11 @@ export function atPinnedEntry<T>(
   return inPinnedFolder(root, parent, (dir) => body(`${dir}/${relPath.slice(slash + 1)}`));
 }
 
-/** The descriptor of `relDir`, or why it cannot be opened. */
-function openFolder(root: string, relDir: string): number | NotPinned {
+/**
+ * The descriptor of `relDir` under `root` (see inPinnedFolder), or why it
+ * cannot be opened; the caller closes it.
+ */
+export function openPinnedFolder(root: string, relDir: string): number | NotPinned {
   let fd = openOne(root, "", root, constants.O_RDONLY | constants.O_DIRECTORY);
   if (typeof fd !== "number") return fd;
   let at = "";
@@ -124,4 +137,81 @@ function lstatIfThere(at: string): Stats | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The folders a writer holds open: each folder under the root opened once
+ * and kept for the writes that follow, closed together by `close`, which
+ * the writer calls only once every call through them has settled (a write
+ * thread's batch is synchronous; a large write awaits its copy and rename
+ * first).
+ */
+export class OpenFolders {
+  /** Relative folder (under its root) → its descriptor; ancestors included. */
+  readonly #fds = new Map<string, number>();
+
+  /**
+   * `relDir` under `root` held open: the path naming it through its
+   * descriptor, or why it cannot be opened. Opened from its deepest folder
+   * already open (a batch's writes share their upper folders), each level
+   * with O_NOFOLLOW inside the one before. Folders missing below `keep` (a
+   * relative folder that must already exist, such as a staged write's
+   * temporary folder; "" for none) are made, one level at a time; with no
+   * `keep`, a missing root is made too, as the root a run publishes to for
+   * the first time.
+   */
+  folder(root: string, relDir: string, keep = ""): string | NotPinned {
+    const key = (dir: string) => `${root}\0${dir}`;
+    const names = relDir === "" ? [] : relDir.split("/");
+    let level = names.length;
+    while (level > 0 && !this.#fds.has(key(names.slice(0, level).join("/")))) level--;
+    let fd = this.#fds.get(key(names.slice(0, level).join("/")));
+    if (fd === undefined) {
+      const opened = openRoot(root, keep === "");
+      if (typeof opened !== "number") return opened;
+      fd = opened;
+      this.#fds.set(key(""), fd);
+    }
+    for (let at = level; at < names.length; at++) {
+      const dir = names.slice(0, at + 1).join("/");
+      const next = openOrMake(root, dir, `${PROC_FD}/${fd}/${names[at]}`, keep);
+      if (typeof next !== "number") return next;
+      fd = next;
+      this.#fds.set(key(dir), fd);
+    }
+    return `${PROC_FD}/${fd}`;
+  }
+
+  close(): void {
+    for (const fd of this.#fds.values()) closeSync(fd);
+    this.#fds.clear();
+  }
+}
+
+/** The root's descriptor; made first when missing and `make`. */
+function openRoot(root: string, make: boolean): number | NotPinned {
+  const flags = constants.O_RDONLY | constants.O_DIRECTORY;
+  const opened = openOne(root, "", root, flags);
+  if (typeof opened === "number" || opened.kind !== "missing" || !make) return opened;
+  try {
+    mkdirSync(root, { recursive: true });
+  } catch (error) {
+    throw storageError("create the destination root", { root, relPath: "", error });
+  }
+  return openOne(root, "", root, flags);
+}
+
+/** The folder `dir` at `entry` (inside its open parent), made first when missing below `keep`. */
+function openOrMake(root: string, dir: string, entry: string, keep: string): number | NotPinned {
+  const opened = openOne(root, dir, entry, FOLDER_FLAGS);
+  const mayMake = keep === "" || (dir !== keep && dir.startsWith(`${keep}/`));
+  if (typeof opened === "number" || opened.kind !== "missing" || !mayMake) return opened;
+  try {
+    mkdirSync(entry);
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") {
+      throw storageError("create the directory", { root, relPath: dir, error });
+    }
+  }
+  return openOne(root, dir, entry, FOLDER_FLAGS);
 }

@@ -35,14 +35,23 @@ export interface SmallWrite {
    * The temporary folder that `target` is in, under the root, which nobody
    * else sees (_fs-staging.ts): the file is created under its final name,
    * with no temp file and rename, and the folder is never made again if it
-   * is gone. Only the way to that folder is checked for symlinks, not the
-   * folders inside it: this run made them moments ago in a folder with a
-   * random name that nobody else knows of, and one made by someone else
-   * meanwhile could as well be made between a check and the write. Checking
-   * each of them cost every file of a fresh publish an lstat of its folder
-   * (the way to the temporary folder is checked once per batch).
+   * is gone. Set for a temporary folder that is not `held`: on Linux each
+   * folder on the way is then opened with O_NOFOLLOW (_fs-write.ts,
+   * writeSmallPinned). Elsewhere only the way to that folder is checked
+   * for symlinks, not the folders inside it: this run made them moments
+   * ago in a folder with a random name, and one made by someone else
+   * meanwhile could as well be made between a check and the write.
+   * Checking each of them cost every file of a fresh publish an lstat of
+   * its folder (the way to the temporary folder is checked once per batch).
    */
   staging?: string;
+  /**
+   * Instead of `staging`: the temporary folder `target` is in is held open
+   * by the calling thread and nobody else can enter it (_fs-staging.ts);
+   * this is the path that names it through its descriptor, and `target`
+   * is inside it. Nothing on the way is checked.
+   */
+  held?: string;
   /** Answer with the new file's token (StorageDriver.write); a batch's writes need none. */
   token?: true;
 }
@@ -72,6 +81,7 @@ export interface SmallWriteBatch {
   targets: string[];
   contents: OutputContent[];
   stagings: (string | null)[];
+  helds: (string | null)[];
   tokens: boolean[];
 }
 export type SmallWriteAnswers = SmallWriteAnswer[];
@@ -87,6 +97,8 @@ export function writesOf(batch: SmallWriteBatch): SmallWrite[] {
     };
     const staging = batch.stagings[i];
     if (staging != null) write.staging = staging;
+    const held = batch.helds[i];
+    if (held != null) write.held = held;
     if (batch.tokens[i] === true) write.token = true;
     return write;
   });
@@ -100,6 +112,7 @@ export function batchOf(writes: readonly SmallWrite[]): SmallWriteBatch {
     targets: [],
     contents: [],
     stagings: [],
+    helds: [],
     tokens: [],
   };
   for (const write of writes) {
@@ -108,6 +121,7 @@ export function batchOf(writes: readonly SmallWrite[]): SmallWriteBatch {
     batch.targets.push(write.target);
     batch.contents.push(write.content);
     batch.stagings.push(write.staging ?? null);
+    batch.helds.push(write.held ?? null);
     batch.tokens.push(write.token === true);
   }
   return batch;

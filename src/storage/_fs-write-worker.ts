@@ -5,7 +5,7 @@
  */
 import { parentPort } from "node:worker_threads";
 import { DistributorError } from "../errors.js";
-import { writeSmallSync } from "./_fs-write.js";
+import { batchCache, type WriteCache, writeSmallSync } from "./_fs-write.js";
 import {
   type SmallWrite,
   type SmallWriteAnswer,
@@ -14,9 +14,9 @@ import {
   writesOf,
 } from "./_fs-write-pool.js";
 
-function answerTo(request: SmallWrite, checked: Set<string>): SmallWriteAnswer {
+function answerTo(request: SmallWrite, cache: WriteCache): SmallWriteAnswer {
   try {
-    return writeSmallSync(request.root, request.relPath, request, checked);
+    return writeSmallSync(request.root, request.relPath, request, cache);
   } catch (error) {
     return {
       error:
@@ -32,9 +32,14 @@ function answerTo(request: SmallWrite, checked: Set<string>): SmallWriteAnswer {
 parentPort?.on("messageerror", () => process.exit(1));
 
 parentPort?.on("message", (batch: SmallWriteBatch) => {
-  // Folders found to be real directories, trusted for this batch only: its
-  // writes share their upper folders, and the batch takes milliseconds.
-  const checked = new Set<string>();
-  const answers: SmallWriteAnswers = writesOf(batch).map((request) => answerTo(request, checked));
+  // Folders found to be real directories, or held open, for this batch
+  // only: its writes share their folders, and the batch takes milliseconds.
+  const cache = batchCache();
+  let answers: SmallWriteAnswers;
+  try {
+    answers = writesOf(batch).map((request) => answerTo(request, cache));
+  } finally {
+    cache.close();
+  }
   parentPort?.postMessage(answers);
 });

@@ -27,6 +27,7 @@ import {
   tempPathIn,
   unsafeAncestorError,
 } from "./_fs-paths.js";
+import { canPinFolders, OpenFolders } from "./_fs-pinned.js";
 import {
   assertWritesAllowed,
   PoolUnavailable,
@@ -104,8 +105,14 @@ export interface BatchedWrite {
 export interface Staged {
   /** The temporary folder's path under the root. */
   staging: string;
-  /** The same, absolute. */
+  /** The same, absolute; when `held`, the path that names it through its descriptor. */
   folder: string;
+  /**
+   * The temporary folder is held open on this thread and nobody else can
+   * enter it (_fs-staging.ts): `target` is inside `folder`, and nothing on
+   * the way needs checking.
+   */
+  held?: true;
 }
 
 function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void {
@@ -121,7 +128,8 @@ function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void 
       target,
       content: bytes === undefined ? content : { type: "bytes", bytes },
     };
-    if (staged) request.staging = staged.staging;
+    if (staged?.held) request.held = staged.folder;
+    else if (staged) request.staging = staged.staging;
     if (token) request.token = true;
     writeSmall(request, done);
     return;
@@ -168,27 +176,99 @@ async function writeLarge(
 ): Promise<VersionToken> {
   // Checked again here: this write may have waited for its turn past a stop.
   assertWritesAllowed();
-  const check = await checkAncestors(root, relPath);
-  if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+  const staged = options.staged;
+  if (staged?.held !== true && !canPinFolders) {
+    const check = await checkAncestors(root, relPath);
+    if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+  }
   if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
+  // Where folders can be pinned, the file's folder is held open until the
+  // copy and the rename have settled (see writeSmallPinned).
+  const folders = canPinFolders && staged?.held !== true ? new OpenFolders() : undefined;
+  try {
+    const dir = folders
+      ? pinnedFolderOf(root, relPath, target, folders, staged)
+      : madeFolderOf(root, relPath, target, staged);
+    const temp = tempPathIn(dir);
+    try {
+      const token = await fillTemp(temp, options.content, options.durable === true);
+      // A copy can take seconds: after a stop it is not renamed into place.
+      assertWritesAllowed();
+      await rename(temp, `${dir}${path.sep}${path.basename(target)}`);
+      if (options.durable === true) await syncDirectory(dir);
+      return token;
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw error;
+    }
+  } catch (error) {
+    if (error instanceof DistributorError) throw error;
+    throw storageError("write", { root, relPath, error });
+  } finally {
+    folders?.close();
+  }
+}
+
+/** The folder `target` goes in, made where missing (see makeParent, makeFoldersIn). */
+function madeFolderOf(
+  root: string,
+  relPath: string,
+  target: string,
+  staged: Staged | undefined,
+): string {
   const dir = path.dirname(target);
   try {
-    makeParent(dir, options.staged?.folder);
+    if (staged?.held) makeFoldersIn(staged.folder, dir);
+    else makeParent(dir, staged?.folder);
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
-  const temp = tempPathIn(dir);
+  return dir;
+}
+
+/**
+ * The folder `target` goes in, held open in `folders` (made where missing,
+ * except a staged write's temporary folder, which must be there), as the
+ * path that names it through its descriptor.
+ */
+function pinnedFolderOf(
+  root: string,
+  relPath: string,
+  target: string,
+  folders: OpenFolders,
+  staged: Pick<Staged, "staging"> | undefined,
+): string {
+  const relDir = path.relative(root, path.dirname(target)).split(path.sep).join("/");
+  const dir = folders.folder(root, relDir, staged?.staging ?? "");
+  if (typeof dir === "string") return dir;
+  if (dir.kind === "unsafe") throw unsafeAncestorError(root, relPath, dir);
+  const gone = staged === undefined ? "the root" : `its temporary folder ${staged.staging}`;
+  const error = Object.assign(new Error(`${gone} is gone`), { code: "ENOENT" });
+  throw storageError("create the directory for", { root, relPath, error });
+}
+
+/**
+ * Make `dir` and the folders on the way to it below `base`, a folder held
+ * open, one level at a time. Not `mkdirSync(dir, { recursive: true })`:
+ * through `/proc/self/fd/<fd>` of a folder removed meanwhile, Node 20's
+ * recursive mkdir retries forever (the missing parent it makes is the
+ * magic link, which exists); here the first level fails, and so the write.
+ */
+function makeFoldersIn(base: string, dir: string): void {
+  if (dir === base || dir.length <= base.length) return;
   try {
-    const token = await fillTemp(temp, options.content, options.durable === true);
-    // A copy can take seconds: after a stop it is not renamed into place.
-    assertWritesAllowed();
-    await rename(temp, target);
-    if (options.durable === true) await syncDirectory(dir);
-    return token;
+    mkdirSync(dir);
+    return;
   } catch (error) {
-    await rm(temp, { force: true }).catch(() => undefined);
-    if (error instanceof DistributorError) throw error;
-    throw storageError("write", { root, relPath, error });
+    const code = errnoCode(error);
+    if (code === "EEXIST") return;
+    if (code !== "ENOENT") throw error;
+  }
+  makeFoldersIn(base, path.dirname(dir));
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    if (errnoCode(error) !== "EEXIST") throw error;
   }
 }
 
@@ -285,9 +365,18 @@ function writeHere(request: SmallWrite, done: WriteDone): void {
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: Pick<SmallWrite, "target" | "content" | "staging" | "token">,
-  checked?: Set<string>,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "held" | "token">,
+  cache?: WriteCache,
 ): VersionToken | null {
+  const held = options.held;
+  if (held !== undefined) {
+    // Inside a temporary folder held open: nothing to check (see Staged.held).
+    const dir = path.dirname(options.target);
+    const make = () => makeFoldersIn(held, dir);
+    return putSmall({ root, relPath }, dir, options, make);
+  }
+  if (canPinFolders) return writeSmallPinned(root, relPath, options, cache?.folders);
+  const checked = cache?.checked;
   // In a temporary folder only the way to it is checked (see SmallWrite.staging).
   const check =
     options.staging === undefined
@@ -295,36 +384,95 @@ export function writeSmallSync(
       : checkFolderSync(root, options.staging, checked);
   if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   const dir = path.dirname(options.target);
+  const make = () => makeParent(dir, stagingFolder(root, options.staging));
   try {
     // A parent that exists has just been checked to be a real directory; only the
     // root itself (the parent of a top-level path) was not checked. A
     // temporary folder that is gone makes this throw (makeParent). Inside
-    // one, the file's folder is made when the create finds none (createStaged).
-    if (check.kind === "missing" || !relPath.includes("/")) {
-      makeParent(dir, stagingFolder(root, options.staging));
-    }
+    // one, the file's folder is made when the create finds none (putSmall).
+    if (check.kind === "missing" || !relPath.includes("/")) make();
   } catch (error) {
     throw storageError("create the directory for", { root, relPath, error });
   }
+  return putSmall({ root, relPath }, dir, options, make);
+}
+
+/**
+ * What a write thread keeps for one batch of small writes: the folders it
+ * found to be real directories (`checked`, where folders are checked by
+ * path), or the folders it holds open (`folders`, _fs-pinned.ts).
+ */
+export interface WriteCache {
+  checked?: Set<string>;
+  folders?: OpenFolders;
+}
+
+/** A WriteCache for one batch; `close` it once the batch is done. */
+export function batchCache(): WriteCache & { close(): void } {
+  const folders = canPinFolders ? new OpenFolders() : undefined;
+  return { checked: new Set(), folders, close: () => folders?.close() };
+}
+
+/**
+ * writeSmallSync where folders can be pinned (_fs-pinned.ts), outside a
+ * temporary folder held open: the file's folder is opened level by level
+ * from the root with O_NOFOLLOW (see pinnedFolderOf), and the file is
+ * created, or written to a temporary file and renamed, through that open
+ * folder. A folder swapped for a link meanwhile is never followed: checking
+ * folders by path and then writing by path let such a swap put the write,
+ * or a replacement of an existing file, outside the root. `given`: a
+ * batch's open folders, else opened for this write only.
+ */
+function writeSmallPinned(
+  root: string,
+  relPath: string,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "token">,
+  given: OpenFolders | undefined,
+): VersionToken | null {
+  const folders = given ?? new OpenFolders();
+  try {
+    const staged = options.staging === undefined ? undefined : { staging: options.staging };
+    const dir = pinnedFolderOf(root, relPath, options.target, folders, staged);
+    const target = `${dir}/${path.basename(options.target)}`;
+    return putSmall({ root, relPath }, dir, { ...options, target }, () => undefined);
+  } finally {
+    if (given === undefined) folders.close();
+  }
+}
+
+/**
+ * The file of a small write put at `options.target`, in `dir`: in a
+ * temporary folder (`staging` or `held`) created under its own name,
+ * `makeDir` making its folder when the create finds none (for the first
+ * file of each folder one failed open, instead of a look at each folder on
+ * the way for every file); elsewhere, or when something is there already
+ * (see createSync), a temporary file renamed over it.
+ */
+function putSmall(
+  where: { root: string; relPath: string },
+  dir: string,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "held" | "token">,
+  makeDir: () => void,
+): VersionToken | null {
+  const { target, content } = options;
+  const token = options.token === true;
   try {
     // A source file's bytes kept from verification, or else the file read
     // and checked whole (see fillTemp), then written.
-    const content = options.content;
     const bytes =
       content.type === "bytes"
         ? content.bytes
         : (content.verifiedBytes ?? readVerifiedSync(content));
-    const staging = options.staging;
-    if (
-      staging !== undefined &&
-      createStaged({ root, relPath }, dir, options.target, staging, bytes)
-    ) {
-      return options.token === true ? tokenOf(statSync(options.target)) : null;
+    if (options.staging === undefined && options.held === undefined) {
+      return replaceSync(dir, target, bytes, token);
     }
-    return replaceSync(dir, options.target, bytes, options.token === true);
+    if (createMaking(where, target, bytes, makeDir)) {
+      return token ? tokenOf(statSync(target)) : null;
+    }
+    return replaceSync(dir, target, bytes, token);
   } catch (error) {
     if (error instanceof DistributorError) throw error;
-    throw storageError("write", { root, relPath, error });
+    throw storageError("write", { ...where, error });
   }
 }
 
@@ -333,19 +481,12 @@ function stagingFolder(root: string, staging: string | undefined): string | unde
   return staging === undefined ? undefined : resolveInside(root, staging);
 }
 
-/**
- * Create a small file in its temporary folder (see writeSmallSync), making
- * the folder it goes in there first if the create finds none: for the first
- * file of each folder, one failed open instead of an lstat per folder on
- * the way for every file. False when something is there already (see
- * createSync).
- */
-function createStaged(
+/** createSync, making the file's folder with `makeDir` first when the create finds none. */
+function createMaking(
   where: { root: string; relPath: string },
-  dir: string,
   target: string,
-  staging: string,
   bytes: Uint8Array,
+  makeDir: () => void,
 ): boolean {
   try {
     return createSync(target, bytes);
@@ -353,7 +494,7 @@ function createStaged(
     if (errnoCode(error) !== "ENOENT") throw error;
   }
   try {
-    makeParent(dir, stagingFolder(where.root, staging));
+    makeDir();
   } catch (error) {
     throw storageError("create the directory for", { ...where, error });
   }
