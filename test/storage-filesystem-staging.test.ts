@@ -299,6 +299,23 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.deepEqual(await tempPathsUnder(root), []);
     }));
 
+  it("a staged write that fails names the output, not its temporary stand-in", () =>
+    withRoot(async (root, driver) => {
+      const gone = path.join(path.dirname(root), "no-such-source.txt");
+      for (const [relPath, size] of [
+        ["new/small.txt", 10],
+        ["new/deep/large.bin", 300 * 1024],
+      ] as const) {
+        const batch = await begin(driver, [relPath]);
+        const content = { type: "file" as const, absPath: gone, size };
+        const error = await rejectsWithCode(writeOne(batch, relPath, content), "storage_error");
+        assert.match(error.message, new RegExp(`${root}/${relPath}`));
+        assert.doesNotMatch(error.message, new RegExp(TEMP_PREFIX.replaceAll(".", "\\.")));
+        assert.deepEqual(error.paths, [relPath]);
+        await batch.discard();
+      }
+    }));
+
   it("a write that comes after the discard fails, and does not make the temporary folder again", () =>
     withRoot(async (root, driver) => {
       const batch = await begin(driver, ["new/deep/a.txt", "new/b.bin"]);

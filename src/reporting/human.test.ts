@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { formatRunReport } from "./human.js";
+import { formatError, formatRunReport } from "./human.js";
+import { formatReconcileReport } from "./maintenance.js";
 import type { PairResult, RunReport } from "./report.js";
 
 function pair(overrides: Partial<PairResult>): PairResult {
@@ -64,5 +65,58 @@ describe("formatRunReport", () => {
     });
     assert.match(out, /web: fail_unmanaged — create 0/);
     assert.match(out, /Nothing was written: a pair failed planning\./);
+  });
+
+  test("a name from storage with a newline or a tab stays on its line", () => {
+    // A file named like this in a root would otherwise print a line of its own.
+    const planted = "x\n  + index.html (new)\tok";
+    const error = { code: "unmanaged_path" as const, message: `in the way: ${planted}`, paths: [] };
+    const out = text({
+      ok: false,
+      results: [
+        pair({
+          action: "force_replace",
+          deletions: [{ path: planted, reason: "unmanaged" }],
+          error,
+        }),
+      ],
+    });
+    const lines = out.split("\n");
+    assert.ok(lines.includes("  - x\\x0a  + index.html (new)\\x09ok (unmanaged)"), out);
+    assert.ok(lines.some((line) => line.endsWith("in the way: x\\x0a  + index.html (new)\\x09ok")));
+    assert.equal(lines.filter((line) => line.includes("index.html")).length, 2, out);
+  });
+});
+
+describe("formatError", () => {
+  test("paths outside the message stay on their lines; a config error keeps its own lines", () => {
+    const style = { color: false };
+    const named = formatError({ code: "storage_error", message: "failed", paths: ["a\nb"] }, style);
+    assert.deepEqual(named, ["error [storage_error] failed", "  a\\x0ab"]);
+    const config = formatError(
+      { code: "config_invalid", message: "Invalid configuration:\n  a: bad", paths: ["a"] },
+      style,
+    );
+    assert.deepEqual(config, ["error [config_invalid] Invalid configuration:\n  a: bad"]);
+  });
+});
+
+describe("formatReconcileReport", () => {
+  test("an unmanaged name with a newline stays on its line", () => {
+    const out = formatReconcileReport(
+      {
+        ok: true,
+        pipeline_id: "site",
+        destination_id: "web",
+        root: "/srv/web",
+        dry_run: true,
+        missing: [],
+        removed: [],
+        unmanaged: ["evil\n  missing index.html"],
+      },
+      { color: false },
+    );
+    assert.match(out, /^ {2}unmanaged evil\\x0a {2}missing index\.html \(left as is\)$/m);
+    assert.equal(out.split("\n").filter((line) => line.includes("index.html")).length, 1);
   });
 });

@@ -17,6 +17,17 @@ export function paint(text: string, tone: keyof typeof ANSI, style: Style): stri
   return style.color ? `\u001b[${ANSI[tone]}m${text}\u001b[0m` : text;
 }
 
+/**
+ * `text` (a path, a message) kept on its own line: a newline or a tab in it
+ * is shown as an escape, as the CLI shows every other control character
+ * (terminalSafe, cli/output.ts, which must leave the report's own line
+ * breaks alone). A file named `x\n  + index.html (new)` in a root could
+ * otherwise print a line of its own choosing.
+ */
+export function oneLine(text: string): string {
+  return text.replace(/[\n\t]/g, (char) => (char === "\n" ? "\\x0a" : "\\x09"));
+}
+
 export function formatBytes(bytes: number): string {
   const units = ["B", "kB", "MB", "GB", "TB"];
   let value = bytes;
@@ -55,9 +66,10 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
     ...result.outputs
       .filter((output) => output.change !== "unchanged")
       .map(
-        (output) => `  ${output.change === "create" ? "+" : "~"} ${output.path} (${output.reason})`,
+        (output) =>
+          `  ${output.change === "create" ? "+" : "~"} ${oneLine(output.path)} (${output.reason})`,
       ),
-    ...result.deletions.map(({ path, reason }) => `  - ${path} (${reason})`),
+    ...result.deletions.map(({ path, reason }) => `  - ${oneLine(path)} (${reason})`),
   ];
   lines.push(...details.slice(0, DETAIL_LIMIT));
   if (details.length > DETAIL_LIMIT) {
@@ -83,10 +95,13 @@ export function formatError(
   error: { code: string; message: string; paths: readonly string[] },
   style: Style,
 ): string[] {
-  const lines = [`${paint(`error [${error.code}]`, "red", style)} ${error.message}`];
+  // Only a config_invalid message has lines of its own (one per problem of
+  // the operator's own file); any other can quote names from storage.
+  const message = error.code === "config_invalid" ? error.message : oneLine(error.message);
+  const lines = [`${paint(`error [${error.code}]`, "red", style)} ${message}`];
   if (error.paths.every((path) => error.message.includes(path))) return lines;
   const shown = error.paths.slice(0, DETAIL_LIMIT);
-  for (const path of shown) lines.push(`  ${path}`);
+  for (const path of shown) lines.push(`  ${oneLine(path)}`);
   if (error.paths.length > shown.length) {
     lines.push(`  … and ${error.paths.length - shown.length} more`);
   }

@@ -5,7 +5,7 @@
 import type { PruneReport } from "../execution/prune.js";
 import type { ReconcileReport } from "../execution/reconcile.js";
 import type { VerifyReport } from "../execution/verify.js";
-import { paint, type Style } from "./human.js";
+import { oneLine, paint, type Style } from "./human.js";
 
 const DETAIL_LIMIT = 50;
 
@@ -29,11 +29,13 @@ export function formatReconcileReport(report: ReconcileReport, style: Style): st
     ..._limited(
       report.missing.map(
         (record) =>
-          `  ${paint("missing", "yellow", style)} ${record.path} (owner ${record.pipeline_id} → ${record.destination_id})`,
+          `  ${paint("missing", "yellow", style)} ${oneLine(record.path)} (owner ${record.pipeline_id} → ${record.destination_id})`,
       ),
     ),
     ..._limited(
-      report.unmanaged.map((path) => `  ${paint("unmanaged", "dim", style)} ${path} (left as is)`),
+      report.unmanaged.map(
+        (path) => `  ${paint("unmanaged", "dim", style)} ${oneLine(path)} (left as is)`,
+      ),
     ),
   ];
   if (report.dry_run) lines.push(paint("Dry run: the state was not rewritten.", "dim", style));
@@ -50,8 +52,8 @@ export function formatVerifyReport(report: VerifyReport, style: Style): string {
   const lines = [
     `${_owner(report)}: ${summary}`,
     ..._limited([
-      ...report.modified.map((path) => `  ${paint("modified", "red", style)} ${path}`),
-      ...report.missing.map((path) => `  ${paint("missing", "red", style)} ${path}`),
+      ...report.modified.map((path) => `  ${paint("modified", "red", style)} ${oneLine(path)}`),
+      ...report.missing.map((path) => `  ${paint("missing", "red", style)} ${oneLine(path)}`),
     ]),
   ];
   if (!report.ok) {
@@ -78,11 +80,11 @@ export function formatPruneReport(report: PruneReport, style: Style): string {
         const mark = failure === undefined ? "-" : paint("!", "red", style);
         const tail =
           failure !== undefined
-            ? ` — ${paint(`failed: ${failure}`, "red", style)}`
+            ? ` — ${paint(`failed: ${oneLine(failure)}`, "red", style)}`
             : left !== undefined
-              ? ` — record dropped, not deleted: ${left}`
+              ? ` — record dropped, not deleted: ${oneLine(left)}`
               : "";
-        return `  ${mark} ${entry.path} (${entry.reason})${tail}`;
+        return `  ${mark} ${oneLine(entry.path)} (${entry.reason})${tail}`;
       }),
     ),
   ];

@@ -136,9 +136,9 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
     // The folder was checked with its place; the name is left. (The same
     // check as resolveInside's, which names the whole path in its error.)
     if (unsafePathProblem(name) !== null) resolveInside(root, relPath);
-    const at = place.at === "" ? name : `${place.at}/${name}`;
     const target = place.absolute + path.sep + name;
-    return { root, at, target, content, options, staged: place.staged };
+    // Errors name the output, not its place in a temporary folder.
+    return { root, at: relPath, target, content, options, staged: place.staged };
   };
   return {
     writeAll: (writes, onWritten) =>

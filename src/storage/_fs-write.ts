@@ -86,9 +86,12 @@ export function startBatched(write: BatchedWrite, done: (error: Error | null) =>
 /** A write of a batch: see startBatched. */
 export interface BatchedWrite {
   root: string;
-  /** The path under the root: the staged path when staged. */
+  /** The output's path under the root: what the write's errors name. */
   at: string;
-  /** The same, absolute: the batch finds it once per folder. */
+  /**
+   * Where it is written, absolute: inside the temporary folder when
+   * staged. The batch finds it once per folder.
+   */
   target: string;
   content: OutputContent;
   options: WriteOptions;
@@ -178,7 +181,10 @@ async function writeLarge(
   assertWritesAllowed();
   const staged = options.staged;
   if (staged?.held !== true && !canPinFolders) {
-    const check = await checkAncestors(root, relPath);
+    // In a temporary folder only the way to it (see SmallWrite.staging).
+    const check = staged
+      ? checkFolderSync(root, staged.staging)
+      : await checkAncestors(root, relPath);
     if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
   }
   if (options.ifMatch !== undefined) await assertVersion(root, relPath, options.ifMatch);
