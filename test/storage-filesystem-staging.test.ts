@@ -4,6 +4,7 @@
  * temporary folder beside it, which `commit` renames into place.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import {
   mkdir,
@@ -93,7 +94,10 @@ describe("filesystem driver: new folders are written whole", () => {
       const staged = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
       assert.equal(staged.length, 1, "one temporary folder at the top, for new/");
       const stagedFiles = await readdir(path.join(root, staged[0] as string), { recursive: true });
-      assert.ok(stagedFiles.includes(path.join("d0", "f0.txt")), "files under their own names");
+      assert.ok(
+        stagedFiles.includes(path.join("new", "d0", "f0.txt")),
+        "files under their own names",
+      );
       assert.equal(stagedFiles.filter((name) => name.includes(TEMP_PREFIX)).length, 0);
       const oldStaged = (await readdir(path.join(root, "old"))).filter((n) =>
         n.startsWith(TEMP_PREFIX),
@@ -205,43 +209,84 @@ describe("filesystem driver: new folders are written whole", () => {
       assert.deepEqual(await readdir(path.join(outside, "b")), []);
     }));
 
-  it("a temporary folder renamed away and replaced by a link: writes stay in it, the commit refuses", () =>
+  it("a temporary folder renamed away and replaced by a link: its writes and its commit never follow the link", () =>
     withRoot(async (root, driver) => {
       // Someone who can write to the root moves the temporary folder away
       // and puts a link to a folder outside in its place. Where folders
-      // are held open (Linux) the writes go on into the folder moved, never
-      // through the link; elsewhere they are refused (the link is checked).
+      // are held open (Linux) the writes go on into the folder moved, and
+      // the commit renames what they wrote into place from there; elsewhere
+      // the writes and the commit are refused (the link is checked).
       const outside = path.join(path.dirname(root), "outside");
-      await mkdir(path.join(outside, "a"), { recursive: true });
-      await writeFile(path.join(outside, "a", "x.txt"), "not ours\n");
+      await mkdir(path.join(outside, "new", "a"), { recursive: true });
+      await writeFile(path.join(outside, "new", "a", "x.txt"), "not ours\n");
       const batch = await begin(driver, ["new/a/x.txt", "new/b.txt"]);
       const staged = (await readdir(root)).find((name) => name.startsWith(TEMP_PREFIX)) as string;
       await fs.promises.rename(path.join(root, staged), path.join(root, "moved"));
       await symlink(outside, path.join(root, staged));
-      const wrote = await batch
-        .writeAll([
-          { path: "new/a/x.txt", content: bytes("x") },
-          { path: "new/b.txt", content: bytes("b") },
-        ])
-        .then(
-          () => true,
-          () => false,
-        );
-      assert.deepEqual((await readdir(outside)).sort(), ["a"]);
-      assert.equal(await readFile(path.join(outside, "a", "x.txt"), "utf8"), "not ours\n");
+      const writes = batch.writeAll([
+        { path: "new/a/x.txt", content: bytes("x") },
+        { path: "new/b.txt", content: bytes("b") },
+      ]);
       if (canPinFolders) {
-        assert.ok(wrote, "the writes went to the folder held open");
-        assert.equal(await readFile(path.join(root, "moved", "a", "x.txt"), "utf8"), "x");
+        await writes;
+        await batch.commit();
+        assert.equal(await readFile(path.join(root, "new", "a", "x.txt"), "utf8"), "x");
+        assert.equal(await readFile(path.join(root, "new", "b.txt"), "utf8"), "b");
+        assert.deepEqual(
+          await readdir(path.join(root, "moved")),
+          [],
+          "only its empty shell is left",
+        );
+      } else {
+        await assert.rejects(writes);
+        await rejectsWithCode(batch.commit(), "storage_error");
+        await batch.discard();
+        assert.equal(await exists(path.join(root, "new")), false, "the link is not put in place");
       }
-      const error = await rejectsWithCode(batch.commit(), "storage_error");
-      if (canPinFolders) assert.match(error.message, /is gone or was replaced/);
-      await batch.discard();
-      assert.equal(await exists(path.join(root, "new")), false, "the link is not put in place");
-      assert.equal(await readFile(path.join(outside, "a", "x.txt"), "utf8"), "not ours\n");
+      assert.deepEqual(await readdir(outside), ["new"]);
+      assert.deepEqual(await readdir(path.join(outside, "new")), ["a"]);
+      assert.equal(await readFile(path.join(outside, "new", "a", "x.txt"), "utf8"), "not ours\n");
     }));
 
   it(
-    "a temporary folder is private until the commit, which gives it the mode of a new folder",
+    "a folder of someone else's put at the temporary name is neither published nor emptied",
+    {
+      skip: !canPinFolders && "temporary folders are held open on Linux only",
+    },
+    () =>
+      withRoot(async (root, driver) => {
+        // Their folder holds a link to a folder outside: a removal by path
+        // that went through their folder, with a folder in it swapped for a
+        // link mid-way, emptied that outside folder (a review reproduced it).
+        const outside = path.join(path.dirname(root), "outside");
+        await mkdir(outside);
+        await writeFile(path.join(outside, "keep.txt"), "not ours\n");
+        for (const end of ["commit", "discard"] as const) {
+          const batch = await begin(driver, [`${end}/a.txt`]);
+          await writeOne(batch, `${end}/a.txt`, bytes("a"));
+          const staged = (await readdir(root)).find((n) => n.startsWith(TEMP_PREFIX)) as string;
+          await fs.promises.rename(path.join(root, staged), path.join(root, `moved-${end}`));
+          await mkdir(path.join(root, staged, "new"), { recursive: true });
+          await writeFile(path.join(root, staged, "new", "theirs.txt"), "theirs\n");
+          await symlink(outside, path.join(root, staged, "new", "link"));
+          if (end === "commit") await batch.commit();
+          else await batch.discard();
+          assert.deepEqual(
+            (await readdir(path.join(root, staged, "new"))).sort(),
+            ["link", "theirs.txt"],
+            `${end}: their folder is left as it is`,
+          );
+          await rm(path.join(root, staged), { recursive: true });
+        }
+        assert.equal(await readFile(path.join(root, "commit", "a.txt"), "utf8"), "a");
+        assert.equal(await exists(path.join(root, "discard")), false);
+        assert.deepEqual(await readdir(path.join(root, "moved-discard")), [], "ours was emptied");
+        assert.deepEqual(await readdir(outside), ["keep.txt"]);
+      }),
+  );
+
+  it(
+    "a temporary folder is private until the commit; the folder put in place has the mode of a new folder",
     {
       skip: !canPinFolders && "temporary folders are held open on Linux only",
     },
@@ -285,8 +330,9 @@ describe("filesystem driver: new folders are written whole", () => {
 
   it("past the temporary folders one batch holds open, new folders are written whole all the same", () =>
     withRoot(async (root, driver) => {
-      // 1,002 new folders at the top: more than _fs-staging.ts's MAX_HELD
-      // (1,000), so the last are written through folders opened batch by batch.
+      // 1,002 new folders at the top: more than _fs-staging.ts holds open
+      // (1,000), so the last are written through folders opened batch by
+      // batch, and their private folder is known again by its inode.
       const paths = Array.from({ length: 1002 }, (_, i) => `n${i}/sub/f.txt`);
       const batch = await begin(driver, paths);
       await batch.writeAll(paths.map((p) => ({ path: p, content: bytes(p) })));
@@ -297,7 +343,68 @@ describe("filesystem driver: new folders are written whole", () => {
       }
       assert.equal((await readdir(root)).length, 1003, "old/ and the new folders");
       assert.deepEqual(await tempPathsUnder(root), []);
+
+      // Again, with a folder of someone else's put at the name of the last
+      // one's private folder: refused, not published.
+      const again = paths.map((p) => `m${p.slice(1)}`);
+      const second = await begin(driver, again);
+      await second.writeAll(again.map((p) => ({ path: p, content: bytes(p) })));
+      const outers = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
+      const last = outers.find(
+        (name) =>
+          fs.readFileSync(path.join(root, name, "new", "sub", "f.txt"), "utf8") === again[1001],
+      ) as string;
+      await fs.promises.rename(path.join(root, last), path.join(root, "moved"));
+      await mkdir(path.join(root, last, "new", "sub"), { recursive: true });
+      await writeFile(path.join(root, last, "new", "sub", "f.txt"), "theirs\n");
+      const error = await rejectsWithCode(second.commit(), "storage_error");
+      assert.match(error.message, /is gone or was replaced/);
+      await second.discard();
+      assert.equal(await exists(path.join(root, "m1001")), false, "theirs is not published");
+      assert.equal(
+        await readFile(path.join(root, last, "new", "sub", "f.txt"), "utf8"),
+        "theirs\n",
+      );
     }));
+
+  it(
+    "a batch of many new folders in different places stays within a low open-file limit",
+    {
+      skip: !canPinFolders && "temporary folders are held open on Linux only",
+    },
+    () =>
+      withRoot(async (root) => {
+        // 300 new folders, each in a folder of its own, under `ulimit -n 256`:
+        // a descriptor held for each, and for each parent, ran out (EMFILE).
+        for (let i = 0; i < 300; i++) fs.mkdirSync(path.join(root, `p${i}`));
+        const driverUrl = new URL("../src/storage/filesystem.js", import.meta.url).href;
+        const script = `
+        const { createFilesystemDriver } = await import(${JSON.stringify(driverUrl)});
+        const driver = createFilesystemDriver({ root: ${JSON.stringify(root)} });
+        const paths = Array.from({ length: 300 }, (_, i) => "p" + i + "/new/f.txt");
+        const batch = await driver.beginWrites(paths);
+        const bytes = (text) => ({ type: "bytes", bytes: new TextEncoder().encode(text) });
+        await batch.writeAll(paths.map((p) => ({ path: p, content: bytes(p) })));
+        await batch.commit();
+        console.log("published");`;
+        const child = spawnSync(
+          "bash",
+          [
+            "-c",
+            `ulimit -n 256 && exec "$0" --input-type=module -e "$1"`,
+            process.execPath,
+            script,
+          ],
+          { encoding: "utf8" },
+        );
+        assert.equal(child.status, 0, child.stderr);
+        assert.match(child.stdout, /published/);
+        assert.equal(
+          await readFile(path.join(root, "p299", "new", "f.txt"), "utf8"),
+          "p299/new/f.txt",
+        );
+      }),
+  );
 
   it("a staged write that fails names the output, not its temporary stand-in", () =>
     withRoot(async (root, driver) => {

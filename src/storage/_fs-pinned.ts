@@ -35,6 +35,7 @@ import {
   openSync,
   type Stats,
 } from "node:fs";
+import { readdir, rmdir, unlink } from "node:fs/promises";
 import { errnoCode } from "../errors.js";
 import { type AncestorCheck, storageError } from "./_fs-paths.js";
 
@@ -214,4 +215,45 @@ function openOrMake(root: string, dir: string, entry: string, keep: string): num
     }
   }
   return openOne(root, dir, entry, FOLDER_FLAGS);
+}
+
+/**
+ * The entry `name` of the open folder `dir` (a /proc/self/fd path) and
+ * everything under it: a folder is opened with O_NOFOLLOW relative to `dir`,
+ * emptied through its own descriptor and then removed through `dir`, so a
+ * folder swapped for a link at any moment is never entered: fs.rm reads a
+ * folder by its path after checking it, and a folder swapped for a link in
+ * between had the link's target emptied. A link is removed itself. One
+ * descriptor per level is open at a time.
+ */
+export async function removeIn(dir: string, name: Buffer): Promise<void> {
+  const entry = Buffer.concat([Buffer.from(`${dir}/`), name]);
+  let fd: number;
+  try {
+    fd = openSync(entry, FOLDER_FLAGS);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT") return;
+    // Not a folder (a file, a link, a fifo...): unlink never follows it.
+    if (code === "ENOTDIR" || code === "ELOOP") return unlink(entry).catch(ignoreMissing);
+    throw error;
+  }
+  try {
+    const inside = fdPath(fd);
+    for (const child of await readdir(inside, { encoding: "buffer" }))
+      await removeIn(inside, child);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    await rmdir(entry);
+  } catch (error) {
+    // Swapped for a link (or a file) while it was emptied: remove that instead.
+    if (errnoCode(error) === "ENOTDIR") await unlink(entry).catch(ignoreMissing);
+    else ignoreMissing(error);
+  }
+}
+
+function ignoreMissing(error: unknown): void {
+  if (errnoCode(error) !== "ENOENT") throw error;
 }

@@ -10,17 +10,21 @@
  * files was 1.2-1.6 s of kernel time (docs/performance.md, item 48). Writes
  * into folders that exist keep their temp file and rename (_fs-write.ts).
  *
- * On Linux the temporary folders are also held open (`held`): each is made
- * with mode 0700, through its parent opened level by level with O_NOFOLLOW
- * (_fs-pinned.ts), and opened itself; its files are written through
- * `/proc/self/fd/<fd>/...`. Nobody else can enter it, so nothing inside
- * needs checking, and a link put in its place, or in its parent's place,
- * is never followed: a folder swapped for a link while the run writes
- * cannot send a write outside the root (docs/destination-state.md, "Folders
- * swapped for links"). Opening every folder inside it instead, batch by
- * batch, cost a fresh publish of C 1.1-1.5 s (docs/performance.md, "Tried
- * and dropped"). `commit` gives it the mode a folder made there normally
- * gets, checks that its name still names it, and renames it into place.
+ * The temporary folder is private: `.distributor.tmp-*`, made with mode
+ * 0700, holds the stand-in `new`, made as any folder there is (umask,
+ * setgid bit, default ACLs), and only `new` is renamed into place. Nobody
+ * but this user (and root) can enter the private folder, so nothing inside
+ * it can be swapped for a link. On Linux the parent is opened level by
+ * level with O_NOFOLLOW (_fs-pinned.ts) and the private folder made and
+ * opened through it, and held open (`held`, up to heldLimit) until the
+ * batch ends: its files are written through `/proc/self/fd/<fd>/new/...`,
+ * and `commit` renames `new` from that descriptor into the parent opened
+ * again, so a link put in place of the private folder, of its parent, or a
+ * folder of someone else's put at its name, is never followed nor
+ * published (docs/destination-state.md, "Folders swapped for links").
+ * Opening every folder inside it instead, batch by batch, cost a fresh
+ * publish of C 1.1-1.5 s (docs/performance.md, "Tried and dropped").
+ * `discard` removes what is left the same way, never by path.
  *
  * Killed before the rename, the run leaves the temporary folder. Everything
  * in it is a temporary path (paths.ts, isTempPath): planning ignores it, the
@@ -30,11 +34,11 @@
  */
 import {
   closeSync,
-  fchmodSync,
   fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
+  readFileSync,
   renameSync,
   rmdirSync,
   rmSync,
@@ -59,6 +63,7 @@ import {
   fdPath,
   type NotPinned,
   openPinnedFolder,
+  removeIn,
 } from "./_fs-pinned.js";
 import { type BatchedWrite, type Staged, startBatched } from "./_fs-write.js";
 import { assertWritesAllowed, FS_WRITE_CONCURRENCY, writesStopped } from "./_fs-write-pool.js";
@@ -68,31 +73,41 @@ import type { BatchWrite, WriteBatch, WriteOptions } from "./driver.js";
 interface StagedFolder {
   /** The folder's path under the root. */
   folder: string;
-  /** The temporary folder's path under the root (same parent). */
+  /** The private temporary folder's path under the root (same parent). */
+  outer: string;
+  /** The stand-in inside it (`<outer>/new`), renamed into place by `commit`. */
   staging: string;
   committed: boolean;
-  /** The temporary folder held open (Linux, see the module comment), until the batch ends. */
-  held?: Held;
+  /** Linux: the outer folder as made, to know it again by its name. */
+  made?: { dev: number; ino: number };
+  /** Linux: the outer folder's descriptor, while it is held (see the module comment). */
+  held?: number;
 }
 
-interface Held {
-  fd: number;
-  /** The mode a folder made in its place normally gets, given to it before it goes in place. */
-  mode: number;
-}
+/** The stand-in's name in its outer folder. */
+const INNER = "new";
 
 /**
- * At most this many temporary folders are held open by one batch; the
- * others are written batch by batch through folders opened for each
- * (_fs-write.ts), as safe and slower. A run adds this many new folders in
- * different places only rarely, and a descriptor each must stay well below
- * the open-file limit.
+ * How many temporary folders one batch holds open at most: 1,000, and at
+ * most a quarter of the process's open-file limit (write threads open
+ * files and folders too). The others are written batch by batch through
+ * folders opened for each (_fs-write.ts), as safe and slower. A run adds
+ * this many new folders in different places only rarely.
  */
-const MAX_HELD = 1000;
+function heldLimit(): number {
+  try {
+    const limits = readFileSync("/proc/self/limits", "utf8");
+    const soft = Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1]);
+    if (Number.isFinite(soft) && soft > 0) return Math.min(1000, Math.floor(soft / 4));
+  } catch {
+    // No /proc: folders are not held there anyway.
+  }
+  return 1000;
+}
 
 /** Begin writing `paths` under `root`: see the module comment. */
-export function beginFsWrites(root: string, paths: readonly string[]): WriteBatch {
-  const staged = stageNewFolders(root, newFolders(root, paths));
+export async function beginFsWrites(root: string, paths: readonly string[]): Promise<WriteBatch> {
+  const staged = await stageNewFolders(root, newFolders(root, paths));
   const byFolder = new Map(staged.map((entry) => [entry.folder, entry]));
   // Once the batch has ended its descriptors are closed, and a number
   // closed may name another file: no write may go through one after that.
@@ -110,8 +125,8 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
     // Throws unsafe_path for a folder that is not a clean path ("" included).
     const absolute = resolveInside(root, at);
     if (!entry) return { at, absolute };
-    if (entry.held) {
-      const folder = fdPath(entry.held.fd);
+    if (entry.held !== undefined) {
+      const folder = `${fdPath(entry.held)}/${INNER}`;
       const inside = folder + dir.slice(entry.folder.length);
       return { at, absolute: inside, staged: { staging: entry.staging, folder, held: true } };
     }
@@ -161,7 +176,7 @@ export function beginFsWrites(root: string, paths: readonly string[]): WriteBatc
       // descriptors stay open until the process ends.
       if (writesStopped()) return;
       ended = true;
-      discard(root, staged);
+      await discard(root, staged);
       release(staged);
     },
   };
@@ -178,7 +193,7 @@ function batchEndedError(root: string, relPath: string): DistributorError {
 /** Close the temporary folders held open. */
 function release(staged: readonly StagedFolder[]): void {
   for (const entry of staged) {
-    if (entry.held) closeSync(entry.held.fd);
+    if (entry.held !== undefined) closeSync(entry.held);
     delete entry.held;
   }
 }
@@ -225,62 +240,100 @@ function kindOf(root: string, relPath: string): "folder" | "missing" | "other" {
   return kindAt(resolveInside(root, relPath));
 }
 
-/** Create each folder's temporary stand-in beside it. */
-function stageNewFolders(root: string, folders: readonly string[]): StagedFolder[] {
+/**
+ * Create each folder's temporary stand-in: a private folder (mode 0700)
+ * beside it, and in that the stand-in itself, made as any folder there is
+ * (umask, setgid bit, default ACLs). Parents are opened one at a time.
+ */
+async function stageNewFolders(root: string, folders: readonly string[]): Promise<StagedFolder[]> {
   const staged: StagedFolder[] = [];
-  // Linux: each parent opened once (level by level, _fs-pinned.ts), closed below.
-  const parents = new Map<string, number>();
+  const limit = canPinFolders ? heldLimit() : 0;
+  const byParent = new Map<string, string[]>();
+  for (const folder of folders) {
+    const parent = parentOf(folder);
+    byParent.set(parent, [...(byParent.get(parent) ?? []), folder]);
+  }
+  let failed: string | undefined;
   try {
-    for (const folder of folders) {
-      assertWritesAllowed();
-      const slash = folder.lastIndexOf("/");
-      const parent = slash < 0 ? "" : folder.slice(0, slash);
-      const parentDir = canPinFolders
-        ? fdPath(pinnedParent(root, folder, parent, parents))
-        : parent === ""
-          ? root
-          : resolveInside(root, parent);
-      const hold = canPinFolders && staged.length < MAX_HELD;
-      const absolute = tempPathIn(parentDir);
-      // Private while held: see the module comment.
-      mkdirSync(absolute, { mode: hold ? 0o700 : 0o777 });
-      const name = path.basename(absolute);
-      const entry: StagedFolder = {
-        folder,
-        staging: parent === "" ? name : `${parent}/${name}`,
-        committed: false,
-      };
-      staged.push(entry);
-      if (hold) entry.held = holdFolder(root, entry, absolute);
+    for (const [parent, group] of byParent) {
+      failed = group[0];
+      if (!canPinFolders) {
+        const parentDir = parent === "" ? root : resolveInside(root, parent);
+        for (const folder of group) stageOne({ root, folder, parent, parentDir }, staged, false);
+        continue;
+      }
+      const fd = openedOrThrow(root, group[0] as string, openPinnedFolder(root, parent));
+      try {
+        for (const folder of group) {
+          failed = folder;
+          const where = { root, folder, parent, parentDir: fdPath(fd) };
+          stageOne(where, staged, staged.length < limit);
+        }
+      } finally {
+        closeSync(fd);
+      }
     }
   } catch (error) {
-    discard(root, staged);
+    await discard(root, staged);
     release(staged);
     if (error instanceof DistributorError) throw error;
-    throw storageError("create a temporary folder in", {
-      root,
-      relPath: path.posix.dirname(folders[staged.length] ?? ""),
-      error,
-    });
-  } finally {
-    for (const fd of parents.values()) closeSync(fd);
+    throw storageError("create a temporary folder for", { root, relPath: failed ?? "", error });
   }
   return staged;
 }
 
-/** The descriptor of `folder`'s parent `parent`, opened once per batch. */
-function pinnedParent(
-  root: string,
-  folder: string,
-  parent: string,
-  parents: Map<string, number>,
-): number {
-  let fd = parents.get(parent);
-  if (fd === undefined) {
-    fd = openedOrThrow(root, folder, openPinnedFolder(root, parent));
-    parents.set(parent, fd);
+function parentOf(folder: string): string {
+  const slash = folder.lastIndexOf("/");
+  return slash < 0 ? "" : folder.slice(0, slash);
+}
+
+/**
+ * Stage `folder` (see stageNewFolders) in its parent `parentDir`, and add
+ * it to `staged` as soon as there is something to remove. Where folders can
+ * be pinned, the private folder is opened (through its parent, held open)
+ * and checked to be the one made: a folder of this user's that nobody else
+ * can enter (anything put in its place would not be); kept open when `hold`.
+ */
+function stageOne(
+  where: { root: string; folder: string; parent: string; parentDir: string },
+  staged: StagedFolder[],
+  hold: boolean,
+): void {
+  assertWritesAllowed();
+  const absolute = tempPathIn(where.parentDir);
+  mkdirSync(absolute, { mode: 0o700 });
+  const name = path.basename(absolute);
+  const outer = where.parent === "" ? name : `${where.parent}/${name}`;
+  const entry: StagedFolder = {
+    folder: where.folder,
+    outer,
+    staging: `${outer}/${INNER}`,
+    committed: false,
+  };
+  staged.push(entry);
+  if (!canPinFolders) {
+    mkdirSync(path.join(absolute, INNER));
+    return;
   }
-  return fd;
+  const fd = openSync(absolute, FOLDER_FLAGS);
+  try {
+    const stats = fstatSync(fd);
+    if ((stats.mode & 0o077) !== 0 || stats.uid !== process.geteuid?.()) {
+      const error = new Error(`${outer} was replaced as it was made`);
+      throw storageError("create a temporary folder for", {
+        ...where,
+        relPath: where.folder,
+        error,
+      });
+    }
+    entry.made = { dev: stats.dev, ino: stats.ino };
+    mkdirSync(`${fdPath(fd)}/${INNER}`);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  if (hold) entry.held = fd;
+  else closeSync(fd);
 }
 
 /** An opened folder's descriptor, or the error that says why `folder`'s parent could not be. */
@@ -288,43 +341,36 @@ function openedOrThrow(root: string, folder: string, opened: number | NotPinned)
   if (typeof opened === "number") return opened;
   if (opened.kind === "unsafe") throw unsafeAncestorError(root, folder, opened);
   const error = Object.assign(new Error("its parent folder is gone"), { code: "ENOENT" });
-  throw storageError("create a temporary folder for", { root, relPath: folder, error });
+  throw storageError("put in place the new folder", { root, relPath: folder, error });
 }
 
 /**
- * Open the temporary folder just made at `absolute` (through its open
- * parent), check that it is the one made (a folder of this user's that
- * nobody else can enter: something put in its place in between would not
- * be), and find the mode a folder made in its parent normally gets: that of
- * a folder made inside it, which inherits the same default ACL and setgid
- * bit, and is removed again.
+ * The descriptor of `entry`'s outer folder: the one held, or else the one
+ * its name in `parentDir` (its parent, held open) opens, if that is still
+ * the folder made (`made`); undefined when it is not. The caller closes
+ * one it did not hold.
  */
-function holdFolder(root: string, entry: StagedFolder, absolute: string): Held {
-  const fd = openSync(absolute, FOLDER_FLAGS);
+function outerOf(entry: StagedFolder, parentDir: string): number | undefined {
+  if (entry.held !== undefined) return entry.held;
+  let fd: number;
   try {
-    const stats = fstatSync(fd);
-    if ((stats.mode & 0o077) !== 0 || stats.uid !== process.geteuid?.()) {
-      throw storageError("create a temporary folder for", {
-        root,
-        relPath: entry.folder,
-        error: new Error(`${entry.staging} was replaced as it was made`),
-      });
-    }
-    const probe = tempPathIn(fdPath(fd));
-    mkdirSync(probe);
-    const mode = lstatSync(probe).mode & 0o7777;
-    rmdirSync(probe);
-    return { fd, mode };
-  } catch (error) {
-    closeSync(fd);
-    throw error;
+    fd = openSync(`${parentDir}/${path.posix.basename(entry.outer)}`, FOLDER_FLAGS);
+  } catch {
+    return undefined;
   }
+  const stats = fstatSync(fd);
+  if (stats.dev === entry.made?.dev && stats.ino === entry.made.ino) return fd;
+  closeSync(fd);
+  return undefined;
 }
 
 /**
- * Rename each temporary folder into place. Its parent is checked again for
- * a symlink (on Linux: opened level by level, and the rename goes through
- * it). On POSIX systems rename(2) replaces an empty folder without a
+ * Rename each stand-in into place. Its parent is checked again for a
+ * symlink (on Linux: opened level by level, and the rename goes through it,
+ * from the outer folder's own descriptor: whatever was moved or put at the
+ * outer folder's name meanwhile, the folder renamed is the one this run
+ * wrote, and it lands in the parent opened). On POSIX systems rename(2)
+ * replaces an empty folder without a
  * word, and Node has no rename that refuses to, so the folder is first made
  * here, exclusively: if something made it meanwhile (anything not under
  * this root's lock, such as a root nested there taking its own lock), even
@@ -332,52 +378,46 @@ function holdFolder(root: string, entry: StagedFolder, absolute: string): Held {
  * it. The only empty folder the rename can replace is the one just made; a
  * folder that something fills in between makes the rename fail (ENOTEMPTY).
  * Windows never renames over an existing folder (EPERM), so there the
- * rename itself refuses, and nothing is made first.
+ * rename itself refuses, and nothing is made first. The outer folder, empty
+ * now, is removed when its name still names it.
  */
 function commit(root: string, staged: readonly StagedFolder[]): void {
   for (const entry of staged) {
     if (entry.committed) continue;
     assertWritesAllowed();
-    const slash = entry.folder.lastIndexOf("/");
-    const parent = slash < 0 ? "" : entry.folder.slice(0, slash);
+    const parent = parentOf(entry.folder);
     if (!canPinFolders) {
       const check = checkAncestorsSync(root, entry.folder);
       if (check.kind === "unsafe") throw unsafeAncestorError(root, entry.folder, check);
-      putInPlace(root, entry, parent === "" ? root : resolveInside(root, parent));
-    } else {
-      const fd = openedOrThrow(root, entry.folder, openPinnedFolder(root, parent));
-      try {
-        if (entry.held) readyHeld(root, entry, entry.held, fdPath(fd));
-        putInPlace(root, entry, fdPath(fd));
-      } finally {
-        closeSync(fd);
-      }
+      const parentDir = parent === "" ? root : resolveInside(root, parent);
+      putInPlace(root, entry, parentDir, resolveInside(root, entry.staging));
+      entry.committed = true;
+      rmdirSafely(resolveInside(root, entry.outer));
+      continue;
     }
-    entry.committed = true;
+    const parentFd = openedOrThrow(root, entry.folder, openPinnedFolder(root, parent));
+    try {
+      const parentDir = fdPath(parentFd);
+      const outer = outerOf(entry, parentDir);
+      if (outer === undefined) {
+        const error = new Error(`${entry.outer} is gone or was replaced`);
+        throw storageError("put in place the new folder", { root, relPath: entry.folder, error });
+      }
+      try {
+        putInPlace(root, entry, parentDir, `${fdPath(outer)}/${INNER}`);
+        entry.committed = true;
+        removeOuter(entry, parentDir, outer);
+      } finally {
+        if (outer !== entry.held) closeSync(outer);
+      }
+    } finally {
+      closeSync(parentFd);
+    }
   }
 }
 
-/**
- * Give a held temporary folder its mode (see holdFolder), and check that
- * its name in `parentDir` still names it: a folder of someone else's put in
- * its place must not be renamed into place as this run's.
- */
-function readyHeld(root: string, entry: StagedFolder, held: Held, parentDir: string): void {
-  fchmodSync(held.fd, held.mode);
-  const ours = fstatSync(held.fd);
-  let there: { dev: number; ino: number } | undefined;
-  try {
-    there = lstatSync(`${parentDir}/${path.posix.basename(entry.staging)}`);
-  } catch {
-    there = undefined;
-  }
-  if (there?.dev === ours.dev && there.ino === ours.ino) return;
-  const error = new Error(`${entry.staging} is gone or was replaced`);
-  throw storageError("put in place the new folder", { root, relPath: entry.folder, error });
-}
-
-/** The exclusive mkdir and the rename of `commit`, in the folder's parent `parentDir`. */
-function putInPlace(root: string, entry: StagedFolder, parentDir: string): void {
+/** The exclusive mkdir and the rename of `commit`: `from` to the folder's name in `parentDir`. */
+function putInPlace(root: string, entry: StagedFolder, parentDir: string, from: string): void {
   const target = path.join(parentDir, path.posix.basename(entry.folder));
   const makeFirst = process.platform !== "win32";
   try {
@@ -387,7 +427,7 @@ function putInPlace(root: string, entry: StagedFolder, parentDir: string): void 
     throw storageError("create the new folder", { root, relPath: entry.folder, error });
   }
   try {
-    renameSync(path.join(parentDir, path.posix.basename(entry.staging)), target);
+    renameSync(from, target);
   } catch (error) {
     // Only if nothing was put in it meanwhile (rmdir removes empty folders only).
     if (makeFirst) rmdirSafely(target);
@@ -419,14 +459,58 @@ function rmdirSafely(absolute: string): void {
   }
 }
 
-/** Remove the temporary folders not renamed into place (see WriteBatch.discard). */
-function discard(root: string, staged: readonly StagedFolder[]): void {
+/**
+ * rmdir the outer folder `outer` (a descriptor) by its name in `parentDir`,
+ * when that name still names it; else it is left where it was moved, for
+ * whoever moved it. rmdir removes only an empty folder: one swapped in
+ * between, unless empty, stays.
+ */
+function removeOuter(entry: StagedFolder, parentDir: string, outer: number): void {
+  const at = `${parentDir}/${path.posix.basename(entry.outer)}`;
+  try {
+    const there = lstatSync(at);
+    const ours = fstatSync(outer);
+    if (there.dev === ours.dev && there.ino === ours.ino) rmdirSync(at);
+  } catch {
+    // Gone, or not empty: left for the next run's removal of stale temporary files.
+  }
+}
+
+/**
+ * Remove the temporary folders not renamed into place (see
+ * WriteBatch.discard). Where folders can be pinned, never by path: the
+ * stand-in is emptied and removed through the outer folder's descriptor
+ * (removeIn, which enters no link), and the outer folder removed through
+ * its parent held open, when its name still names it. Someone who could
+ * rename entries there could otherwise put a folder of their own at the
+ * temporary name and swap a folder inside it for a link while a removal
+ * by path ran through it (a review did, and the removal emptied a folder
+ * outside the root).
+ */
+async function discard(root: string, staged: readonly StagedFolder[]): Promise<void> {
   if (writesStopped()) return;
   for (const entry of staged) {
     if (entry.committed) continue;
     try {
-      // rm never follows a symlink: one made inside is removed, not entered.
-      rmSync(resolveInside(root, entry.staging), { recursive: true, force: true });
+      if (!canPinFolders) {
+        // rm never follows a symlink: one made inside is removed, not entered.
+        rmSync(resolveInside(root, entry.outer), { recursive: true, force: true });
+        continue;
+      }
+      const parentFd = openPinnedFolder(root, parentOf(entry.folder));
+      if (typeof parentFd !== "number") continue;
+      try {
+        const outer = outerOf(entry, fdPath(parentFd));
+        if (outer === undefined) continue;
+        try {
+          await removeIn(fdPath(outer), Buffer.from(INNER));
+          removeOuter(entry, fdPath(parentFd), outer);
+        } finally {
+          if (outer !== entry.held) closeSync(outer);
+        }
+      } finally {
+        closeSync(parentFd);
+      }
     } catch {
       // Left for the next run's removal of stale temporary files.
     }

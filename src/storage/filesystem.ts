@@ -17,7 +17,7 @@
  * - Unexpected errno errors become `storage_error` naming the path and the code.
  */
 import { isUtf8 } from "node:buffer";
-import { closeSync, constants, openSync } from "node:fs";
+import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
 import { mapLimit } from "../concurrency.js";
@@ -33,13 +33,7 @@ import {
   unsafeAncestorError,
   unsafePathProblem,
 } from "./_fs-paths.js";
-import {
-  atPinnedEntry,
-  canPinFolders,
-  FOLDER_FLAGS,
-  fdPath,
-  inPinnedFolder,
-} from "./_fs-pinned.js";
+import { atPinnedEntry, canPinFolders, inPinnedFolder, removeIn } from "./_fs-pinned.js";
 import { readWhole } from "./_fs-read.js";
 import { beginFsWrites } from "./_fs-staging.js";
 import { entryFromStats, NOT_UTF8, walkTree, walkTreeOffThread } from "./_fs-walk.js";
@@ -528,45 +522,4 @@ async function emptyPinnedRoot(root: string, dir: string): Promise<void> {
       throw storageError("delete", { root, relPath: name.toString(), error });
     });
   }
-}
-
-/**
- * The entry `name` of the open folder `dir` (a /proc/self/fd path) and
- * everything under it: a folder is opened with O_NOFOLLOW relative to `dir`,
- * emptied through its own descriptor and then removed through `dir`, so a
- * folder swapped for a link at any moment is never entered: fs.rm reads a
- * folder by its path after checking it, and a folder swapped for a link in
- * between had the link's target emptied. A link is removed itself. One
- * descriptor per level is open at a time.
- */
-async function removeIn(dir: string, name: Buffer): Promise<void> {
-  const entry = Buffer.concat([Buffer.from(`${dir}/`), name]);
-  let fd: number;
-  try {
-    fd = openSync(entry, FOLDER_FLAGS);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT") return;
-    // Not a folder (a file, a link, a fifo...): unlink never follows it.
-    if (code === "ENOTDIR" || code === "ELOOP") return unlink(entry).catch(ignoreMissing);
-    throw error;
-  }
-  try {
-    const inside = fdPath(fd);
-    for (const child of await readdir(inside, { encoding: "buffer" }))
-      await removeIn(inside, child);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    await rmdir(entry);
-  } catch (error) {
-    // Swapped for a link (or a file) while it was emptied: remove that instead.
-    if (errnoCode(error) === "ENOTDIR") await unlink(entry).catch(ignoreMissing);
-    else ignoreMissing(error);
-  }
-}
-
-function ignoreMissing(error: unknown): void {
-  if (errnoCode(error) !== "ENOENT") throw error;
 }
