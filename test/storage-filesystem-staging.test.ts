@@ -367,6 +367,44 @@ describe("filesystem driver: new folders are written whole", () => {
       );
     }));
 
+  it("past the held limit, a private folder swapped with another at its name takes no writes", () =>
+    withRoot(async (root, driver) => {
+      // Renaming entries in a parent needs no permission on the entries: a
+      // user who can write to the root can swap two of this run's private
+      // folders, and the writes of folders not held open, which find theirs
+      // by name, would land in each other's (a review did, and the commit,
+      // once the names were swapped back, published them crossed).
+      const paths = Array.from({ length: 1002 }, (_, i) => `q${i}/f.txt`);
+      const batch = await begin(driver, paths);
+      const outers = (await readdir(root)).filter((name) => name.startsWith(TEMP_PREFIX));
+      assert.equal(outers.length, 1002);
+      for (let i = 0; i + 1 < outers.length; i += 2) {
+        const [a, b] = [
+          path.join(root, outers[i] as string),
+          path.join(root, outers[i + 1] as string),
+        ];
+        await fs.promises.rename(a, `${a}-x`);
+        await fs.promises.rename(b, a);
+        await fs.promises.rename(`${a}-x`, b);
+      }
+      const error = await rejectsWithCode(
+        batch.writeAll(paths.map((p) => ({ path: p, content: bytes(p) }))),
+        "unsafe_path",
+      );
+      assert.match(error.message, /not the temporary folder this run made/);
+      await batch.discard();
+      for (const outer of outers) {
+        const stand = path.join(root, outer, "new");
+        const inside = await readdir(stand).catch(() => [] as string[]);
+        assert.deepEqual(inside, [], `${outer} took no write`);
+      }
+      assert.deepEqual(
+        (await readdir(root)).filter((name) => name.startsWith("q")),
+        [],
+        "nothing published",
+      );
+    }));
+
   it(
     "a batch of many new folders in different places stays within a low open-file limit",
     {

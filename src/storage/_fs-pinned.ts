@@ -30,6 +30,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -147,6 +148,23 @@ function lstatIfThere(at: string): Stats | undefined {
  * thread's batch is synchronous; a large write awaits its copy and rename
  * first).
  */
+/**
+ * A folder on the way that must be one known by its device and inode: a
+ * private temporary folder this run made (_fs-staging.ts), which anyone who
+ * can rename entries in its parent could swap for another folder.
+ */
+export interface ExpectedFolder {
+  /** Its path under the root. */
+  at: string;
+  dev: number;
+  ino: number;
+}
+
+function isFolder(fd: number, expected: { dev: number; ino: number }): boolean {
+  const stats = fstatSync(fd);
+  return stats.dev === expected.dev && stats.ino === expected.ino;
+}
+
 export class OpenFolders {
   /** Relative folder (under its root) → its descriptor; ancestors included. */
   readonly #fds = new Map<string, number>();
@@ -159,9 +177,10 @@ export class OpenFolders {
    * relative folder that must already exist, such as a staged write's
    * temporary folder; "" for none) are made, one level at a time; with no
    * `keep`, a missing root is made too, as the root a run publishes to for
-   * the first time.
+   * the first time. `expect`: a folder on the way that must be that one
+   * (checked when it is opened).
    */
-  folder(root: string, relDir: string, keep = ""): string | NotPinned {
+  folder(root: string, relDir: string, keep = "", expect?: ExpectedFolder): string | NotPinned {
     const key = (dir: string) => `${root}\0${dir}`;
     const names = relDir === "" ? [] : relDir.split("/");
     let level = names.length;
@@ -177,6 +196,10 @@ export class OpenFolders {
       const dir = names.slice(0, at + 1).join("/");
       const next = openOrMake(root, dir, `${PROC_FD}/${fd}/${names[at]}`, keep);
       if (typeof next !== "number") return next;
+      if (expect?.at === dir && !isFolder(next, expect)) {
+        closeSync(next);
+        return { kind: "unsafe", ancestor: dir, what: "not the temporary folder this run made" };
+      }
       fd = next;
       this.#fds.set(key(dir), fd);
     }

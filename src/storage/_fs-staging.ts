@@ -131,7 +131,9 @@ export async function beginFsWrites(root: string, paths: readonly string[]): Pro
       return { at, absolute: inside, staged: { staging: entry.staging, folder, held: true } };
     }
     const folder = resolveInside(root, entry.staging);
-    return { at, absolute, staged: { staging: entry.staging, folder } };
+    const staged: Staged = { staging: entry.staging, folder };
+    if (entry.made) staged.made = entry.made;
+    return { at, absolute, staged };
   };
   /** The write of `relPath`, placed in its folder or its folder's stand-in. */
   const batched = (

@@ -52,6 +52,8 @@ export interface SmallWrite {
    * is inside it. Nothing on the way is checked.
    */
   held?: string;
+  /** With `staging`: the private folder it is in, as made (see Staged.made). */
+  made?: { dev: number; ino: number };
   /** Answer with the new file's token (StorageDriver.write); a batch's writes need none. */
   token?: true;
 }
@@ -82,6 +84,7 @@ export interface SmallWriteBatch {
   contents: OutputContent[];
   stagings: (string | null)[];
   helds: (string | null)[];
+  mades: ({ dev: number; ino: number } | null)[];
   tokens: boolean[];
 }
 export type SmallWriteAnswers = SmallWriteAnswer[];
@@ -99,6 +102,8 @@ export function writesOf(batch: SmallWriteBatch): SmallWrite[] {
     if (staging != null) write.staging = staging;
     const held = batch.helds[i];
     if (held != null) write.held = held;
+    const made = batch.mades[i];
+    if (made != null) write.made = made;
     if (batch.tokens[i] === true) write.token = true;
     return write;
   });
@@ -113,6 +118,7 @@ export function batchOf(writes: readonly SmallWrite[]): SmallWriteBatch {
     contents: [],
     stagings: [],
     helds: [],
+    mades: [],
     tokens: [],
   };
   for (const write of writes) {
@@ -122,6 +128,7 @@ export function batchOf(writes: readonly SmallWrite[]): SmallWriteBatch {
     batch.contents.push(write.content);
     batch.stagings.push(write.staging ?? null);
     batch.helds.push(write.held ?? null);
+    batch.mades.push(write.made ?? null);
     batch.tokens.push(write.token === true);
   }
   return batch;

@@ -116,6 +116,12 @@ export interface Staged {
    * the way needs checking.
    */
   held?: true;
+  /**
+   * Linux, when not `held`: the private folder `staging` is in, as made
+   * (its device and inode); the write refuses any other folder found at
+   * its name.
+   */
+  made?: { dev: number; ino: number };
 }
 
 function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void {
@@ -132,7 +138,10 @@ function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void 
       content: bytes === undefined ? content : { type: "bytes", bytes },
     };
     if (staged?.held) request.held = staged.folder;
-    else if (staged) request.staging = staged.staging;
+    else if (staged) {
+      request.staging = staged.staging;
+      if (staged.made) request.made = staged.made;
+    }
     if (token) request.token = true;
     writeSmall(request, done);
     return;
@@ -242,10 +251,12 @@ function pinnedFolderOf(
   relPath: string,
   target: string,
   folders: OpenFolders,
-  staged: Pick<Staged, "staging"> | undefined,
+  staged: Pick<Staged, "staging" | "made"> | undefined,
 ): string {
   const relDir = path.relative(root, path.dirname(target)).split(path.sep).join("/");
-  const dir = folders.folder(root, relDir, staged?.staging ?? "");
+  const made = staged?.made;
+  const expect = made && { at: path.posix.dirname(staged.staging), ...made };
+  const dir = folders.folder(root, relDir, staged?.staging ?? "", expect);
   if (typeof dir === "string") return dir;
   if (dir.kind === "unsafe") throw unsafeAncestorError(root, relPath, dir);
   const gone = staged === undefined ? "the root" : `its temporary folder ${staged.staging}`;
@@ -371,7 +382,7 @@ function writeHere(request: SmallWrite, done: WriteDone): void {
 export function writeSmallSync(
   root: string,
   relPath: string,
-  options: Pick<SmallWrite, "target" | "content" | "staging" | "held" | "token">,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "made" | "held" | "token">,
   cache?: WriteCache,
 ): VersionToken | null {
   const held = options.held;
@@ -432,12 +443,13 @@ export function batchCache(): WriteCache & { close(): void } {
 function writeSmallPinned(
   root: string,
   relPath: string,
-  options: Pick<SmallWrite, "target" | "content" | "staging" | "token">,
+  options: Pick<SmallWrite, "target" | "content" | "staging" | "made" | "token">,
   given: OpenFolders | undefined,
 ): VersionToken | null {
   const folders = given ?? new OpenFolders();
   try {
-    const staged = options.staging === undefined ? undefined : { staging: options.staging };
+    const staged =
+      options.staging === undefined ? undefined : { staging: options.staging, made: options.made };
     const dir = pinnedFolderOf(root, relPath, options.target, folders, staged);
     const target = `${dir}/${path.basename(options.target)}`;
     return putSmall({ root, relPath }, dir, { ...options, target }, () => undefined);
