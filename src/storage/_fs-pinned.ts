@@ -41,6 +41,8 @@ import { errnoCode } from "../errors.js";
 import { type AncestorCheck, storageError } from "./_fs-paths.js";
 
 const PROC_FD = "/proc/self/fd";
+/** The root, opened as configured: a link there is followed (docs/configuration.md). */
+const ROOT_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY;
 /** A folder under the root: never through a link at its own name. */
 export const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
@@ -96,7 +98,7 @@ export function atPinnedEntry<T>(
  * cannot be opened; the caller closes it.
  */
 export function openPinnedFolder(root: string, relDir: string): number | NotPinned {
-  let fd = openOne(root, "", root, constants.O_RDONLY | constants.O_DIRECTORY);
+  let fd = openOne(root, "", root, ROOT_FLAGS);
   if (typeof fd !== "number") return fd;
   let at = "";
   for (const name of relDir === "" ? [] : relDir.split("/")) {
@@ -141,6 +143,28 @@ function lstatIfThere(at: string): Stats | undefined {
   }
 }
 
+/** A folder as it was opened or made: what tells it from any other put at its name. */
+export interface FolderId {
+  dev: number;
+  ino: number;
+}
+
+/** Whether the open folder `fd` is the folder `id`. */
+export function isSameFolder(fd: number, id: FolderId): boolean {
+  const stats = fstatSync(fd);
+  return stats.dev === id.dev && stats.ino === id.ino;
+}
+
+/**
+ * A folder on the way that must be one known by its device and inode: a
+ * private temporary folder this run made (_fs-staging.ts), which anyone who
+ * can rename entries in its parent could swap for another folder.
+ */
+export interface ExpectedFolder extends FolderId {
+  /** Its path under the root. */
+  at: string;
+}
+
 /**
  * The folders a writer holds open: each folder under the root opened once
  * and kept for the writes that follow, closed together by `close`, which
@@ -148,23 +172,6 @@ function lstatIfThere(at: string): Stats | undefined {
  * thread's batch is synchronous; a large write awaits its copy and rename
  * first).
  */
-/**
- * A folder on the way that must be one known by its device and inode: a
- * private temporary folder this run made (_fs-staging.ts), which anyone who
- * can rename entries in its parent could swap for another folder.
- */
-export interface ExpectedFolder {
-  /** Its path under the root. */
-  at: string;
-  dev: number;
-  ino: number;
-}
-
-function isFolder(fd: number, expected: { dev: number; ino: number }): boolean {
-  const stats = fstatSync(fd);
-  return stats.dev === expected.dev && stats.ino === expected.ino;
-}
-
 export class OpenFolders {
   /** Relative folder (under its root) → its descriptor; ancestors included. */
   readonly #fds = new Map<string, number>();
@@ -196,7 +203,7 @@ export class OpenFolders {
       const dir = names.slice(0, at + 1).join("/");
       const next = openOrMake(root, dir, `${PROC_FD}/${fd}/${names[at]}`, keep);
       if (typeof next !== "number") return next;
-      if (expect?.at === dir && !isFolder(next, expect)) {
+      if (expect?.at === dir && !isSameFolder(next, expect)) {
         closeSync(next);
         return { kind: "unsafe", ancestor: dir, what: "not the temporary folder this run made" };
       }
@@ -214,15 +221,14 @@ export class OpenFolders {
 
 /** The root's descriptor; made first when missing and `make`. */
 function openRoot(root: string, make: boolean): number | NotPinned {
-  const flags = constants.O_RDONLY | constants.O_DIRECTORY;
-  const opened = openOne(root, "", root, flags);
+  const opened = openOne(root, "", root, ROOT_FLAGS);
   if (typeof opened === "number" || opened.kind !== "missing" || !make) return opened;
   try {
     mkdirSync(root, { recursive: true });
   } catch (error) {
     throw storageError("create the destination root", { root, relPath: "", error });
   }
-  return openOne(root, "", root, flags);
+  return openOne(root, "", root, ROOT_FLAGS);
 }
 
 /** The folder `dir` at `entry` (inside its open parent), made first when missing below `keep`. */

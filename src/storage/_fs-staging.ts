@@ -60,7 +60,9 @@ import {
 import {
   canPinFolders,
   FOLDER_FLAGS,
+  type FolderId,
   fdPath,
+  isSameFolder,
   type NotPinned,
   openPinnedFolder,
   removeIn,
@@ -79,7 +81,7 @@ interface StagedFolder {
   staging: string;
   committed: boolean;
   /** Linux: the outer folder as made, to know it again by its name. */
-  made?: { dev: number; ino: number };
+  made?: FolderId;
   /** Linux: the outer folder's descriptor, while it is held (see the module comment). */
   held?: number;
 }
@@ -117,23 +119,23 @@ export async function beginFsWrites(root: string, paths: readonly string[]): Pro
   // for the root's own files.
   const places = new Map<string | null, Place>();
   const placeOf = (dir: string | null): Place => {
-    if (dir === null) return { at: "", absolute: root };
+    if (dir === null) return { absolute: root };
     const entry = [...ancestorsOf(dir), dir]
       .map((ancestor) => byFolder.get(ancestor))
       .find((found) => found !== undefined);
     const at = entry ? entry.staging + dir.slice(entry.folder.length) : dir;
     // Throws unsafe_path for a folder that is not a clean path ("" included).
     const absolute = resolveInside(root, at);
-    if (!entry) return { at, absolute };
+    if (!entry) return { absolute };
     if (entry.held !== undefined) {
       const folder = `${fdPath(entry.held)}/${INNER}`;
       const inside = folder + dir.slice(entry.folder.length);
-      return { at, absolute: inside, staged: { staging: entry.staging, folder, held: true } };
+      return { absolute: inside, staged: { staging: entry.staging, folder, held: true } };
     }
     const folder = resolveInside(root, entry.staging);
     const staged: Staged = { staging: entry.staging, folder };
     if (entry.made) staged.made = entry.made;
-    return { at, absolute, staged };
+    return { absolute, staged };
   };
   /** The write of `relPath`, placed in its folder or its folder's stand-in. */
   const batched = (
@@ -202,9 +204,7 @@ function release(staged: readonly StagedFolder[]): void {
 
 /** Where a folder's files are written: the folder, or its stand-in in a temporary folder. */
 interface Place {
-  /** The path under the root. */
-  at: string;
-  /** The same, absolute. */
+  /** Its absolute path (through a held folder's descriptor when held). */
   absolute: string;
   staged?: Staged;
 }
@@ -253,7 +253,9 @@ async function stageNewFolders(root: string, folders: readonly string[]): Promis
   const byParent = new Map<string, string[]>();
   for (const folder of folders) {
     const parent = parentOf(folder);
-    byParent.set(parent, [...(byParent.get(parent) ?? []), folder]);
+    const group = byParent.get(parent);
+    if (group) group.push(folder);
+    else byParent.set(parent, [folder]);
   }
   let failed: string | undefined;
   try {
@@ -360,8 +362,7 @@ function outerOf(entry: StagedFolder, parentDir: string): number | undefined {
   } catch {
     return undefined;
   }
-  const stats = fstatSync(fd);
-  if (stats.dev === entry.made?.dev && stats.ino === entry.made.ino) return fd;
+  if (entry.made && isSameFolder(fd, entry.made)) return fd;
   closeSync(fd);
   return undefined;
 }

@@ -23,6 +23,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { DistributorError, type ErrorCode } from "../errors.js";
 import type { OutputContent } from "../model.js";
+import type { FolderId } from "./_fs-pinned.js";
 import type { VersionToken } from "./driver.js";
 
 /** One small write, as sent to a worker. */
@@ -53,7 +54,7 @@ export interface SmallWrite {
    */
   held?: string;
   /** With `staging`: the private folder it is in, as made (see Staged.made). */
-  made?: { dev: number; ino: number };
+  made?: FolderId;
   /** Answer with the new file's token (StorageDriver.write); a batch's writes need none. */
   token?: true;
 }
@@ -84,7 +85,7 @@ export interface SmallWriteBatch {
   contents: OutputContent[];
   stagings: (string | null)[];
   helds: (string | null)[];
-  mades: ({ dev: number; ino: number } | null)[];
+  mades: (FolderId | null)[];
   tokens: boolean[];
 }
 export type SmallWriteAnswers = SmallWriteAnswer[];

@@ -27,7 +27,7 @@ import {
   tempPathIn,
   unsafeAncestorError,
 } from "./_fs-paths.js";
-import { canPinFolders, OpenFolders } from "./_fs-pinned.js";
+import { canPinFolders, type FolderId, OpenFolders } from "./_fs-pinned.js";
 import {
   assertWritesAllowed,
   PoolUnavailable,
@@ -121,7 +121,7 @@ export interface Staged {
    * (its device and inode); the write refuses any other folder found at
    * its name.
    */
-  made?: { dev: number; ino: number };
+  made?: FolderId;
 }
 
 function startWrite(write: BatchedWrite, token: boolean, done: WriteDone): void {
