@@ -4,16 +4,23 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { threadId } from "node:worker_threads";
-import { hasIdleHelper, helperCounts, onHelperOrHere, stopIdleHelpers } from "./threads.js";
+import {
+  FollowUp,
+  hasIdleHelper,
+  helperCounts,
+  onHelperOrHere,
+  stopIdleHelpers,
+} from "./threads.js";
 
 const JOB = new URL("./threads.fixtures.js", import.meta.url);
 
-function threadOf(input: object): Promise<number> {
+function threadOf(input: object, followUp?: FollowUp): Promise<number> {
   return onHelperOrHere(
     JOB,
     input,
     (value) => ((value as { threadId?: unknown }).threadId as number | null) ?? null,
     () => threadId,
+    followUp,
   );
 }
 
@@ -102,6 +109,62 @@ describe("helper threads", () => {
       ),
       /here too/,
     );
+  });
+});
+
+describe("follow-ups", () => {
+  test("a helper runs the follow-up sent after its job, and answers its job only then", async () => {
+    const followUp = new FollowUp();
+    let answered = false;
+    const job = threadOf({}, followUp).then((id) => {
+      answered = true;
+      return id;
+    });
+    await sleep(200);
+    assert.equal(answered, false, "the job waits for its follow-up");
+    followUp.send(JOB, { waitMs: 50 });
+    const helper = await job;
+    assert.notEqual(helper, threadId);
+    assert.deepEqual(followUp.answer(), { threadId: helper }, "run on the job's helper");
+    assert.equal(hasIdleHelper(), true, "and the helper is free again");
+  });
+
+  test("a follow-up sent before the job ends runs as well", async () => {
+    const followUp = new FollowUp();
+    const job = threadOf({ waitMs: 100 }, followUp);
+    followUp.send(JOB, {});
+    const helper = await job;
+    assert.deepEqual(followUp.answer(), { threadId: helper });
+  });
+
+  test("a cancelled follow-up lets the job answer, with nothing else", async () => {
+    const followUp = new FollowUp();
+    const job = threadOf({}, followUp);
+    await sleep(100);
+    followUp.cancel();
+    followUp.send(JOB, {});
+    assert.notEqual(await job, threadId);
+    assert.equal(followUp.answer(), undefined, "a send after cancel does nothing");
+  });
+
+  test("a follow-up that fails, or cannot be sent, answers nothing; the job's answer stands", async () => {
+    for (const input of [{ fail: "throw" }, { notCloneable: () => 1 }]) {
+      const before = { ...helperCounts };
+      const followUp = new FollowUp();
+      const job = threadOf({}, followUp);
+      followUp.send(JOB, input);
+      assert.notEqual(await job, threadId);
+      assert.equal(followUp.answer(), undefined);
+      assert.equal(helperCounts.onThreads - before.onThreads, 1, "the job was not redone here");
+    }
+  });
+
+  test("a follow-up whose helper dies has the job redone here", async () => {
+    const followUp = new FollowUp();
+    const job = threadOf({}, followUp);
+    followUp.send(JOB, { fail: "exit" });
+    assert.equal(await job, threadId);
+    assert.equal(followUp.answer(), undefined);
   });
 });
 

@@ -13,7 +13,12 @@
  * instead, which then also reports any error the job meets.
  */
 import { setImmediate } from "node:timers/promises";
-import { Worker } from "node:worker_threads";
+import {
+  MessageChannel,
+  type MessagePort,
+  receiveMessageOnPort,
+  Worker,
+} from "node:worker_threads";
 
 /** What a job module exports; it runs on a helper thread or on this one. */
 export interface JobResult {
@@ -26,7 +31,80 @@ export interface JobResult {
 export const JOB_FAILED = "distributorJobFailed";
 
 /** The message a helper thread is sent: a job, or only a job module to load. */
-export type HelperMessage = { job: string; input: unknown } | { preload: string };
+export type HelperMessage =
+  | { job: string; input: unknown; followUp?: FollowUpEnd }
+  | { preload: string };
+
+/** What a helper is sent of a FollowUp: the port it is moved and the shared state word. */
+export interface FollowUpEnd {
+  port: MessagePort;
+  state: Int32Array<SharedArrayBuffer>;
+}
+
+/** FollowUpEnd.state: not decided yet, a job was sent on the port, nothing to do. */
+export const FOLLOW_UP_PENDING = 0;
+export const FOLLOW_UP_SENT = 1;
+export const FOLLOW_UP_NONE = 2;
+
+/**
+ * Work for a helper that the caller decides on only once the helper's job
+ * has started: planOutputs knows which documents to render once its layout
+ * is planned, while the helpers already verify the bundle. The helper, done
+ * with its job, waits for the follow-up (a job module and its input, or
+ * nothing), runs it, and only then answers its job, so that it takes a
+ * share of the caller's work instead of idling; the follow-up's answer
+ * comes back on the follow-up's own port, and is there by the time the
+ * job's answer arrives.
+ *
+ * The caller must `send` or `cancel` every follow-up it gave a job, or that
+ * helper waits for ever (checkFiles cancels them in a `finally`). A job
+ * that ran here, or a helper that failed, leaves `answer` undefined: the
+ * caller then does that work itself.
+ */
+export class FollowUp {
+  readonly #channel = new MessageChannel();
+  readonly #state = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  #decided = false;
+
+  /** What the job's message carries (the port is moved to the helper with it). */
+  get end(): FollowUpEnd {
+    return { port: this.#channel.port2, state: this.#state };
+  }
+
+  /** Have the helper run `job` with `input` once its job is done (only the first send or cancel counts). */
+  send(job: URL, input: unknown): void {
+    if (this.#decided) return;
+    let decision = FOLLOW_UP_SENT;
+    try {
+      this.#channel.port1.postMessage({ job: job.href, input });
+    } catch {
+      // An input that cannot be sent: the caller does that work itself.
+      decision = FOLLOW_UP_NONE;
+    }
+    this.#decide(decision);
+  }
+
+  /** Let the helper answer its job without a follow-up (if none was sent). */
+  cancel(): void {
+    if (!this.#decided) this.#decide(FOLLOW_UP_NONE);
+  }
+
+  /**
+   * The follow-up's answer, once the job has answered; undefined if the
+   * helper did not run it (or it failed). Closes the channel.
+   */
+  answer(): unknown {
+    const received = receiveMessageOnPort(this.#channel.port1);
+    this.#channel.port1.close();
+    return received?.message;
+  }
+
+  #decide(decision: number): void {
+    this.#decided = true;
+    Atomics.store(this.#state, 0, decision);
+    Atomics.notify(this.#state, 0);
+  }
+}
 
 /** A helper thread ends after this long without a job. */
 const IDLE_MS = 2000;
@@ -144,6 +222,7 @@ export function onHelperOrHere<T>(
   input: unknown,
   accept: (value: unknown) => T | null,
   here: () => T | Promise<T>,
+  followUp?: FollowUp,
 ): Promise<T> {
   const runHere = () => {
     helperCounts.here++;
@@ -154,7 +233,9 @@ export function onHelperOrHere<T>(
   const { worker } = helper;
   // Dropped once sent: the closures below live until the answer, and would
   // keep a large input (a shard of 100,000 files) alive that long.
-  let message: HelperMessage | null = { job: job.href, input };
+  let message: HelperMessage | null = followUp
+    ? { job: job.href, input, followUp: followUp.end }
+    : { job: job.href, input };
   return new Promise<T | null>((resolve) => {
     const events = ["message", "messageerror", "error", "exit"] as const;
     const settle = (result: T | null) => {
@@ -171,7 +252,7 @@ export function onHelperOrHere<T>(
     };
     for (const event of events) worker.once(event, listeners[event]);
     try {
-      worker.postMessage(message);
+      worker.postMessage(message, followUp ? [followUp.end.port] : []);
     } catch {
       // An input that cannot be sent (not cloneable) is done here.
       onFailure();

@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
+import { type TransferListItem, Worker } from "node:worker_threads";
 import { packFiles } from "../src/bundle/_packed-files.js";
 import { sha256Hex } from "../src/hashing.js";
 import type { PackedPart } from "../src/storage/_fs-walk.js";
@@ -20,7 +20,8 @@ import {
   type SmallWriteAnswers,
   type SmallWriteBatch,
 } from "../src/storage/_fs-write-pool.js";
-import { newWorkClaims, takeBack } from "../src/threads.js";
+import { FollowUp, newWorkClaims, takeBack, takeFront } from "../src/threads.js";
+import type { RenderShareAnswer } from "../src/transform/_render-job.js";
 import { ownCodeDigest, rendererCodeDigest } from "../src/transform/_renderer-fingerprint.js";
 import { cleanupTempDirs, REPO_ROOT, tempDir } from "./helpers/fixtures.js";
 
@@ -33,14 +34,18 @@ function bundleFiles(): { name: string; text: string }[] {
 }
 
 /** Post one message to a new worker running `entry`, and return its first answer. */
-async function askWorker(entry: string, message: unknown): Promise<unknown> {
+async function askWorker(
+  entry: string,
+  message: unknown,
+  transfer: TransferListItem[] = [],
+): Promise<unknown> {
   const worker = new Worker(pathToFileURL(path.join(BUNDLE, entry)));
   try {
     return await new Promise((resolve, reject) => {
       worker.once("message", resolve);
       worker.once("error", reject);
       worker.once("exit", (code) => reject(new Error(`worker exited (${code}) without answering`)));
-      worker.postMessage(message);
+      worker.postMessage(message, transfer);
     });
   } finally {
     await worker.terminate();
@@ -61,11 +66,12 @@ describe("the CLI bundle (dist/cli)", () => {
         named.add(match[1] as string);
       }
     }
-    // The helper thread, the verification and walk jobs, the write worker.
+    // The helper thread, the verification, walk and render jobs, the write worker.
     assert.deepEqual([...named].sort(), [
       "_fs-walk-job.js",
       "_fs-write-worker.js",
       "_helper-thread.js",
+      "_render-job.js",
       "_verify-job.js",
     ]);
     const present = new Set(readdirSync(BUNDLE));
@@ -139,6 +145,51 @@ describe("the CLI bundle (dist/cli)", () => {
     assert.equal(shared.length, 2);
     assert.equal(shared[0], null);
     assert.match(String(shared[1]), /^sha256 mismatch/);
+  });
+
+  it("renders documents on a bundled helper thread, as a follow-up of the bundled verification job", async () => {
+    const root = path.join(dir, "render");
+    await mkdir(root);
+    const docs = ["a.md", "b.md"].map((name) => {
+      const bytes = Buffer.from(`# ${name}\n\n[other](${name === "a.md" ? "b" : "a"}.md)\n`);
+      return { name, bytes, sha256: `sha256:${sha256Hex(bytes)}` };
+    });
+    for (const { name, bytes } of docs) await writeFile(path.join(root, name), bytes);
+    const files = docs.map(({ name, bytes, sha256 }) => ({
+      path: name,
+      size: bytes.length,
+      sha256,
+    }));
+    const followUp = new FollowUp();
+    const claims = newWorkClaims(2);
+    assert.equal(takeFront(claims), 0, "this thread takes a.md");
+    followUp.send(new URL(pathToFileURL(path.join(BUNDLE, "_render-job.js"))), {
+      root,
+      files: packFiles(files),
+      claims,
+      allowHtml: new Uint8Array(2),
+      transformed: [
+        ["a.md", "a.html"],
+        ["b.md", "b.html"],
+      ],
+    });
+    const { end } = followUp;
+    const problems = await askWorker(
+      "_helper-thread.js",
+      {
+        job: pathToFileURL(path.join(BUNDLE, "_verify-job.js")).href,
+        input: { root, files: packFiles(files), claims: newWorkClaims(2) },
+        followUp: end,
+      },
+      [end.port],
+    );
+    assert.deepEqual(problems, [null, null], "the verification job's answer");
+    const answer = followUp.answer() as RenderShareAnswer;
+    assert.equal(answer?.length, 1, `one page, got ${JSON.stringify(answer)}`);
+    assert.equal(answer[0]?.index, 1);
+    const html = new TextDecoder().decode(answer[0]?.page.bytes);
+    assert.match(html, /<title>b\.md<\/title>/);
+    assert.match(html, /<a href="a\.html">other<\/a>/);
   });
 
   it("lists a folder on a bundled helper thread with the bundled walk job", async () => {

@@ -10,6 +10,7 @@
 import { availableParallelism } from "node:os";
 import {
   EventLoopTurns,
+  FollowUp,
   newWorkClaims,
   onHelperOrHere,
   startHelpers,
@@ -60,9 +61,21 @@ export interface CheckOptions {
    * the turns of the event loop this thread's checks of the helpers' files
    * leave (every 20 ms; without helpers, only after all checks). It must
    * not throw: verifyFiles keeps the caller's errors for after the report.
+   * With `handOff` it can give the helpers a share of that work.
    */
-  meanwhile?: () => void;
+  meanwhile?: (handOff: HandOff) => void;
 }
+
+/**
+ * Gives every helper thread follow-up work (threads.ts: FollowUp): each runs
+ * the job module `job` with `input` once its shard is checked, before it
+ * answers. Returns a function that gives the answers of the helpers that ran
+ * it, to call once checkFiles has resolved. Without helpers nothing is sent
+ * and that function gives none. Only the first hand-off counts.
+ */
+export type HandOff = (job: URL, input: unknown) => () => unknown[];
+
+const NO_ANSWERS = () => [];
 
 /**
  * Helper threads for a bundle this large: one per core but one, as the calling
@@ -160,7 +173,7 @@ export async function checkHere(
  * dies (thread limits, out of memory) does not fail the run: it answers null,
  * and shardProblems checks its part here.
  */
-function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
+function checkInWorker(input: ShardInput, followUp: FollowUp): Promise<(string | null)[] | null> {
   const count = input.files.sizes.length;
   return onHelperOrHere(
     VERIFY_JOB,
@@ -169,6 +182,7 @@ function checkInWorker(input: ShardInput): Promise<(string | null)[] | null> {
     (problems) =>
       Array.isArray(problems) && problems.length <= count ? (problems as (string | null)[]) : null,
     () => null,
+    followUp,
   );
 }
 
@@ -247,16 +261,27 @@ export async function checkFiles(
   const store = options.store ?? null;
   const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
   if (helpers <= 0) {
-    options.meanwhile?.();
+    options.meanwhile?.(() => NO_ANSWERS);
     return new FileChecker(root, store).checkAll(files);
   }
   const shards = shardsOf(files, helpers);
-  const shared: SharedShard[] = shards.map((shard) => {
+  const followUps = shards.map(() => new FollowUp());
+  const shared: SharedShard[] = shards.map((shard, s) => {
     const claims = newWorkClaims(shard.files.length);
-    const answer = checkInWorker({ root, files: packFiles(shard.files), claims, store });
+    const input = { root, files: packFiles(shard.files), claims, store };
+    const answer = checkInWorker(input, followUps[s] as FollowUp);
     return { files: shard.files, claims, answer, taken: new Map() };
   });
-  options.meanwhile?.();
+  const handOff: HandOff = (job, input) => {
+    for (const followUp of followUps) followUp.send(job, input);
+    return () => followUps.map((followUp) => followUp.answer()).filter((a) => a !== undefined);
+  };
+  try {
+    options.meanwhile?.(handOff);
+  } finally {
+    // A helper waits for its follow-up before it answers: never leave one waiting.
+    for (const followUp of followUps) followUp.cancel();
+  }
   await shareTails(root, shared, store);
   const problems = new Array<string | null>(files.length);
   for (const [s, shard] of shards.entries()) {

@@ -8,8 +8,9 @@ import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
 import { DistributorError, errnoCode } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
+import { newWorkClaims, takeFront, type WorkClaims } from "../threads.js";
 import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
-import { type CheckOptions, checkFiles, prestartChecks } from "./_parallel-checks.js";
+import { type CheckOptions, checkFiles, type HandOff, prestartChecks } from "./_parallel-checks.js";
 import type { VerifiedBytesStore } from "./_verified-bytes.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
@@ -113,6 +114,28 @@ export interface VerifyOptions extends CheckOptions {
    * publishing them without reading them again (_verified-bytes.ts).
    */
   store?: VerifiedBytesStore | null;
+  /**
+   * Lets the helper threads take a share of the `readHere` files once their
+   * own files are checked (see ShareHere); without it, or without helpers,
+   * this thread reads them all.
+   */
+  shareHere?: ShareHere;
+}
+
+/**
+ * How helper threads share the `readHere` files (_parallel-checks.ts:
+ * HandOff). The files to read here, in manifest order, are a list of work
+ * (threads.ts: WorkClaims): this thread takes them from the front, and each
+ * helper runs the job module `job` with `input(files, claims)`, taking them
+ * from the back, to do there what `onContent` does here. The files a helper
+ * takes are not given to `onContent`: verifyFiles returns the helpers'
+ * answers, and whatever they leave undone is the caller's to do.
+ */
+export interface ShareHere {
+  job: URL;
+  /** Fewer files than this are all read here (a helper's first job is slow: its code is cold). */
+  minFiles: number;
+  input: (files: readonly ManifestFile[], claims: WorkClaims) => unknown;
 }
 
 /**
@@ -129,18 +152,24 @@ export interface VerifyOptions extends CheckOptions {
 export async function verifyFiles(
   bundle: SourceBundle,
   options: VerifyOptions = {},
-): Promise<void> {
-  const { readHere, onContent } = options;
+): Promise<unknown[]> {
+  const { readHere, onContent, shareHere } = options;
   const problemsHere = new Map<string, string>();
   // The caller's errors, rethrown once the bundle has verified.
   let callerError: { error: unknown } | undefined;
-  const readFilesHere = () => {
+  let sharedAnswers = () => [] as unknown[];
+  const readFilesHere = (handOff: HandOff) => {
     try {
-      options.meanwhile?.();
+      // The caller's own work gets no hand-off: the files read here have it.
+      options.meanwhile?.(() => () => []);
       const paths = readHere?.() ?? new Set<string>();
+      const files = bundle.files.filter((file) => paths.has(file.path));
+      const claims = newWorkClaims(files.length);
+      if (shareHere && files.length >= shareHere.minFiles)
+        sharedAnswers = handOff(shareHere.job, shareHere.input(files, claims));
       const checker = new FileChecker(bundle.dir);
-      for (const file of bundle.files) {
-        if (!paths.has(file.path)) continue;
+      for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
+        const file = files[index] as ManifestFile;
         const result = checker.read(file);
         if ("problem" in result) problemsHere.set(file.path, result.problem);
         else onContent?.(file, result.bytes);
@@ -168,6 +197,7 @@ export async function verifyFiles(
     );
   }
   if (callerError) throw callerError.error;
+  return sharedAnswers();
 }
 
 /**

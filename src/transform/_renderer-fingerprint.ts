@@ -11,7 +11,13 @@ import { fileURLToPath } from "node:url";
 import { DISTRIBUTOR_VERSION } from "../version.js";
 
 /** The transform's own modules (compiled), next to this one. */
-const RENDERER_MODULES = ["markdown-to-html.js", "links.js", "style.js", "planned-outputs.js"];
+const RENDERER_MODULES = [
+  "markdown-to-html.js",
+  "links.js",
+  "style.js",
+  "planned-outputs.js",
+  "_render-job.js",
+];
 
 /**
  * Set by the CLI bundle (scripts/bundle-cli.mjs) to what `ownCodeDigest`

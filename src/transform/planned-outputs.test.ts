@@ -12,7 +12,12 @@ import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { PlannedOutput } from "../model.js";
-import { mediaTypeFor, planOutputs, renderDeferred } from "./planned-outputs.js";
+import {
+  mediaTypeFor,
+  planOutputs,
+  renderDeferred,
+  sharedRenderCounts,
+} from "./planned-outputs.js";
 import { RenderCache } from "./render-cache.js";
 
 function globs(patterns: string[]): (p: string) => boolean {
@@ -418,6 +423,72 @@ describe("planOutputs", () => {
     assert.ok(
       plain.every((o) => o.content.type !== "file" || o.content.verifiedBytes === undefined),
     );
+  });
+});
+
+/**
+ * `count` documents of a few kilobytes each (long enough that the calling
+ * thread is still rendering when a helper has checked its share), linking to
+ * each other, with autolinks, headings and a table.
+ */
+function manyDocuments(count: number): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < count; i++) {
+    const next = `../d${(i + 1) % 7}/doc${(i + 1) % count}.md`;
+    const section = [
+      `## Part ${i}`,
+      `See [the next one](${next}#part-${i + 1}) and https://example.org/${i}?q=(x).`,
+      "| a | b |\n|---|---|\n| 1 | ~~2~~ |",
+      "- item\n- www.example.com/path",
+    ].join("\n\n");
+    files[`d${i % 7}/doc${i}.md`] = `# Doc ${i}\n\n${`${section}\n\n`.repeat(8)}`;
+  }
+  files["data/x.bin"] = "x";
+  return files;
+}
+
+describe("planOutputs renders on helper threads too", () => {
+  test("helpers done checking render documents, with the same bytes as this thread", async () => {
+    const dir = await writeTestBundle(manyDocuments(1000));
+    const bundle = await openBundle(dir);
+    const before = sharedRenderCounts.onHelpers;
+    const shared = await planOutputs(bundle, pipeline(), { workers: 1 });
+    const onHelpers = sharedRenderCounts.onHelpers - before;
+    assert.ok(onHelpers > 0 && onHelpers < 1000, `a helper rendered ${onHelpers} of 1000`);
+    const here = await planOutputs(bundle, pipeline(), { workers: 0 });
+    assert.equal(sharedRenderCounts.onHelpers - before, onHelpers, "none without helpers");
+    assert.equal(shared.length, 1001);
+    assert.deepEqual(shared, here);
+  });
+
+  test("fewer documents than the threshold are all rendered here", async () => {
+    const dir = await writeTestBundle(manyDocuments(99));
+    const before = sharedRenderCounts.onHelpers;
+    const outputs = await planOutputs(await openBundle(dir), pipeline(), { workers: 1 });
+    assert.equal(outputs.length, 100);
+    assert.equal(sharedRenderCounts.onHelpers, before);
+  });
+
+  test("documents a helper cannot render are reported as this thread reports them", async () => {
+    const files: Record<string, string | Uint8Array> = manyDocuments(600);
+    // The helpers take documents from the back of the list: the last ones are bad.
+    const bad = Object.keys(files)
+      .filter((p) => p.endsWith(".md"))
+      .slice(-40);
+    for (const p of bad) files[p] = Buffer.from([0x23, 0x20, 0xff]);
+    const dir = await writeTestBundle(files);
+    const bundle = await openBundle(dir);
+    const shared = await expectError(
+      planOutputs(bundle, pipeline(), { workers: 1 }),
+      "transform_failed",
+    );
+    const here = await expectError(
+      planOutputs(bundle, pipeline(), { workers: 0 }),
+      "transform_failed",
+    );
+    assert.equal(shared.message, here.message);
+    assert.deepEqual(shared.paths, here.paths);
+    assert.deepEqual([...shared.paths].sort(), [...bad].sort());
   });
 });
 

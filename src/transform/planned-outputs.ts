@@ -18,34 +18,40 @@ import {
 import { verifyFiles } from "../bundle/verify.js";
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
-import { sha256Digest } from "../hashing.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";
 import { compareUtf8 } from "../paths.js";
 import { type Layout, layoutOf } from "./_layout.js";
-import { createLinkRewriter } from "./links.js";
-import { renderMarkdownToHtml } from "./markdown-to-html.js";
+import { pagesOf, type RenderedPage, renderDocument, renderShareInput } from "./_render-job.js";
 import { HTML_MEDIA_TYPE } from "./media-types.js";
 import { type CachedRender, type RenderCache, renderKeys } from "./render-cache.js";
 
 export { mediaTypeFor } from "./media-types.js";
 
-function generatedOutput(
-  file: ManifestFile,
-  outputPath: string,
-  transform: TransformConfig,
-  bytes: Uint8Array,
-): PlannedOutput {
+function generatedOutput(file: ManifestFile, layout: Layout, page: RenderedPage): PlannedOutput {
+  const { bytes, sha256 } = page;
   return {
-    path: outputPath,
+    path: layout.transformed.get(file.path) as string,
     kind: "generated",
     sourcePath: file.path,
-    transform: transform.transform,
-    sha256: sha256Digest(bytes),
+    transform: (layout.transforms.get(file.path) as TransformConfig).transform,
+    sha256,
     size: bytes.byteLength,
     mediaType: HTML_MEDIA_TYPE,
     content: { type: "bytes", bytes },
   };
 }
+
+const RENDER_JOB = new URL("./_render-job.js", import.meta.url);
+
+/**
+ * Fewer documents than this are all rendered on the calling thread: a
+ * helper's first render loads markdown-it and runs cold, slower than the
+ * calling thread rendering the few documents left.
+ */
+const SHARED_RENDER_MIN_DOCUMENTS = 100;
+
+/** How many documents helper threads rendered since the process started (for tests). */
+export const sharedRenderCounts = { onHelpers: 0 };
 
 export interface PlanOutputsOptions extends CheckOptions {
   /**
@@ -104,7 +110,14 @@ export async function planOutputs(
       : null;
   // Index in bundle.files of each of layout.sources, once the layout is known.
   let sourceIndexes: number[] = [];
-  await verifyFiles(bundle, {
+  // The documents rendered on this thread or shared with the helpers, in order.
+  let toRender: readonly ManifestFile[] = [];
+  const renderedHere = new Set<string>();
+  const keep = (file: ManifestFile, page: RenderedPage) => {
+    cache?.record(file.path, page);
+    generated.push(generatedOutput(file, layout as Layout, page));
+  };
+  const sharedAnswers = await verifyFiles(bundle, {
     ...options,
     store,
     // Planned while the helper threads verify (the documents to render here
@@ -125,10 +138,23 @@ export async function planOutputs(
       for (const sourcePath of cache?.hits.keys() ?? []) renderHere.delete(sourcePath);
       return renderHere;
     },
+    // Helpers done verifying render documents from the back of the list.
+    shareHere: {
+      job: RENDER_JOB,
+      minFiles: SHARED_RENDER_MIN_DOCUMENTS,
+      input: (files, claims) => {
+        toRender = files;
+        const { transforms, transformed } = layout as Layout;
+        const allowHtmlOf = (file: ManifestFile) =>
+          (transforms.get(file.path) as TransformConfig).allowHtml;
+        return renderShareInput(bundle.dir, files, claims, allowHtmlOf, transformed);
+      },
+    },
     onContent: (file, content) => {
-      let rendered: PlannedOutput;
+      renderedHere.add(file.path);
+      let page: RenderedPage;
       try {
-        rendered = render(file, content, layout as Layout);
+        page = render(file, content, layout as Layout);
       } catch (error) {
         // Every document that cannot be rendered is named at once, as every
         // bad source file is: fixing one should not only bring up the next.
@@ -136,11 +162,11 @@ export async function planOutputs(
         renderFailures.push(error);
         return;
       }
-      cache?.record(file.path, rendered);
-      generated.push(rendered);
+      keep(file, page);
     },
   });
   if (!layout) throw layoutError;
+  renderLeftovers(bundle, layout, toRender, renderedHere, sharedAnswers, keep, renderFailures);
   if (renderFailures.length > 0) throw transformFailures(renderFailures);
   if (store && budget) {
     budget.remaining -= usedBytes(store);
@@ -213,22 +239,63 @@ function attachKeptBytes(
   });
 }
 
-function render(file: ManifestFile, content: Uint8Array, layout: Layout): PlannedOutput {
-  const { transforms, transformed } = layout;
-  const config = transforms.get(file.path) as TransformConfig;
-  const bytes = renderMarkdownToHtml(content, {
-    fileName: file.path,
-    allowHtml: config.allowHtml,
-    rewriteLink: createLinkRewriter(file.path, transformed),
+function render(file: ManifestFile, content: Uint8Array, layout: Layout): RenderedPage {
+  const config = layout.transforms.get(file.path) as TransformConfig;
+  return renderDocument(file, content, config, layout.transformed);
+}
+
+/**
+ * The shared documents (`toRender`) that this thread did not render: the
+ * pages the helpers answered with are kept, and any document a helper took
+ * but did not answer for (it failed a check there, could not be rendered or
+ * the helper failed) is read, checked and rendered here, so that its
+ * problem is reported as this thread reports it. Verification has passed by
+ * now: a document that fails its check here changed during the run.
+ */
+function renderLeftovers(
+  bundle: SourceBundle,
+  layout: Layout,
+  toRender: readonly ManifestFile[],
+  renderedHere: ReadonlySet<string>,
+  sharedAnswers: readonly unknown[],
+  keep: (file: ManifestFile, page: RenderedPage) => void,
+  renderFailures: DistributorError[],
+): void {
+  const pages = pagesOf(sharedAnswers, toRender.length);
+  let checker: FileChecker | undefined;
+  toRender.forEach((file, index) => {
+    if (renderedHere.has(file.path)) return;
+    const page = pages.get(index);
+    if (page) {
+      sharedRenderCounts.onHelpers++;
+      keep(file, page);
+      return;
+    }
+    checker ??= new FileChecker(bundle.dir);
+    const read = checker.read(file);
+    if ("problem" in read) throw changedDuringRun(checker.root, file, read.problem);
+    try {
+      keep(file, render(file, read.bytes, layout));
+    } catch (error) {
+      if (!(error instanceof DistributorError && error.code === "transform_failed")) throw error;
+      renderFailures.push(error);
+    }
   });
-  return generatedOutput(file, transformed.get(file.path) as string, config, bytes);
+}
+
+function changedDuringRun(root: string, file: ManifestFile, problem: string): DistributorError {
+  return new DistributorError(
+    "source_invalid",
+    `Source bundle ${root} changed during the run: ${file.path}: ${problem}. No output or state was written; run again once the bundle is complete.`,
+    { paths: [file.path] },
+  );
 }
 
 /** The pipeline's documents found in the render cache, and how to record new renders. */
 interface CacheLookup {
   /** Source path → its manifest entry and cached render. */
   hits: Map<string, { file: ManifestFile; cached: CachedRender }>;
-  record: (sourcePath: string, output: PlannedOutput) => void;
+  record: (sourcePath: string, page: RenderedPage) => void;
 }
 
 function cacheLookup(
@@ -250,7 +317,8 @@ function cacheLookup(
   }
   return {
     hits,
-    record: (sourcePath, output) => cache.set(pipelineId, keys.get(sourcePath) as string, output),
+    record: (sourcePath, { sha256, bytes }) =>
+      cache.set(pipelineId, keys.get(sourcePath) as string, { sha256, size: bytes.byteLength }),
   };
 }
 
@@ -271,16 +339,10 @@ function deferredOutput(
   const produce = () => {
     const checker = checkerOf();
     const read = checker.read(file);
-    if ("problem" in read) {
-      throw new DistributorError(
-        "source_invalid",
-        `Source bundle ${checker.root} changed during the run: ${file.path}: ${read.problem}. No output or state was written; run again once the bundle is complete.`,
-        { paths: [file.path] },
-      );
-    }
-    const output = render(file, read.bytes, layout);
-    cache.record(sourcePath, output);
-    return { bytes: (output.content as { bytes: Uint8Array }).bytes, sha256: output.sha256 };
+    if ("problem" in read) throw changedDuringRun(checker.root, file, read.problem);
+    const page = render(file, read.bytes, layout);
+    cache.record(sourcePath, page);
+    return page;
   };
   return {
     path: layout.transformed.get(sourcePath) as string,
