@@ -217,7 +217,7 @@ describe("renderMarkdownToHtml markdown", () => {
     }
   });
 
-  test("the links-as-written shortcut returns what markdown-it's normalizeLink returns", () => {
+  test("the links-as-written shortcuts return what markdown-it's normalizeLink and normalizeLinkText return", () => {
     // URLs built from parts that keep or change under mdurl and punycode:
     // schemes in any case, user parts, hosts too long or with a label of 64,
     // punycode and non-ASCII hosts, empty and odd ports, kept and broken
@@ -230,6 +230,7 @@ describe("renderMarkdownToHtml markdown", () => {
       "a-b.test",
       "EXAMPLE.org",
       "xn--bcher-kva.example",
+      "sub.XN--p1ai",
       "bücher.example",
       `${"a".repeat(63)}.test`,
       `${"a".repeat(64)}.test`,
@@ -274,6 +275,7 @@ describe("renderMarkdownToHtml markdown", () => {
     const shortcut = createRenderer(false);
     const reference = createRenderer(false, false);
     let unchanged = 0;
+    let textUnchanged = 0;
     const total = 20000;
     for (let i = 0; i < total; i++) {
       let url = pick(schemes) + pick(users) + pick(hosts) + pick(ports);
@@ -281,9 +283,16 @@ describe("renderMarkdownToHtml markdown", () => {
       const expected = reference.normalizeLink(url);
       assert.equal(shortcut.normalizeLink(url), expected, `url: ${JSON.stringify(url)}`);
       if (expected === url) unchanged++;
+      const text = reference.normalizeLinkText(url);
+      assert.equal(shortcut.normalizeLinkText(url), text, `text of: ${JSON.stringify(url)}`);
+      if (text === url) textUnchanged++;
     }
     // Both kinds are generated: links kept as written and links normalized.
     assert.ok(unchanged > total / 5 && unchanged < (total * 4) / 5, `${unchanged} kept`);
+    assert.ok(
+      textUnchanged > total / 5 && total - textUnchanged > total / 20,
+      `${textUnchanged} texts kept`,
+    );
   });
 
   test("raw HTML is escaped by default", () => {
