@@ -6,9 +6,16 @@ import { setImmediate } from "node:timers/promises";
 import { EventLoopTurns, newWorkClaims } from "../threads.js";
 import type { FileToCheck } from "./_file-checks.js";
 import { packFiles } from "./_packed-files.js";
-import { checkHere, type SharedShard, shardProblems, shardsOf } from "./_parallel-checks.js";
+import {
+  checkFiles,
+  checkHere,
+  type SharedShard,
+  shardProblems,
+  shardsOf,
+} from "./_parallel-checks.js";
 import { runJob as verifyJob } from "./_verify-job.js";
 import { writeTestBundle } from "./testing.js";
+import { openBundle } from "./verify.js";
 
 const MB = 1024 * 1024;
 const listed = (name: string, size: number): FileToCheck => ({
@@ -190,5 +197,39 @@ describe("shardProblems", () => {
         [null, "bad", null, null, null, null],
       );
     }
+  });
+});
+
+describe("checkFiles hand-offs", () => {
+  test("with helpers, each runs the hand-off's job once its files are checked", async () => {
+    const dir = await writeTestBundle({ "a.txt": "a", "b.txt": "b" });
+    const { files } = await openBundle(dir);
+    let answers: () => unknown[] = () => [];
+    const job = new URL("../threads.fixtures.js", import.meta.url);
+    const problems = await checkFiles(dir, files, {
+      workers: 2,
+      meanwhile: (handOff) => {
+        answers = handOff(job, () => ({ waitMs: 10 }));
+      },
+    });
+    assert.deepEqual(problems, [null, null]);
+    const got = answers() as { threadId: number }[];
+    assert.equal(got.length, 2, "one answer from each helper");
+    assert.notEqual(got[0]?.threadId, got[1]?.threadId);
+  });
+
+  test("without helpers, a hand-off sends nothing and does not build its input", async () => {
+    const dir = await writeTestBundle({ "a.txt": "a" });
+    const files = [{ path: "a.txt", size: 1, sha256: "sha256:x" }];
+    let answers: unknown[] | undefined;
+    await checkFiles(dir, files, {
+      workers: 0,
+      meanwhile: (handOff) => {
+        answers = handOff(new URL("../threads.fixtures.js", import.meta.url), () =>
+          assert.fail("input built without helpers"),
+        )();
+      },
+    });
+    assert.deepEqual(answers, []);
   });
 });

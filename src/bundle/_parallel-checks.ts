@@ -68,12 +68,13 @@ export interface CheckOptions {
 
 /**
  * Gives every helper thread follow-up work (threads.ts: FollowUp): each runs
- * the job module `job` with `input` once its shard is checked, before it
- * answers. Returns a function that gives the answers of the helpers that ran
- * it, to call once checkFiles has resolved. Without helpers nothing is sent
- * and that function gives none. Only the first hand-off counts.
+ * the job module `job` with what `input()` returns once its shard is
+ * checked, before it answers. Returns a function that gives the answers of
+ * the helpers that ran it, to call once checkFiles has resolved. Without
+ * helpers nothing is sent (nor `input` called) and that function gives
+ * none. Only the first hand-off counts.
  */
-export type HandOff = (job: URL, input: unknown) => () => unknown[];
+export type HandOff = (job: URL, input: () => unknown) => () => unknown[];
 
 const NO_ANSWERS = () => [];
 
@@ -273,7 +274,8 @@ export async function checkFiles(
     return { files: shard.files, claims, answer, taken: new Map() };
   });
   const handOff: HandOff = (job, input) => {
-    for (const followUp of followUps) followUp.send(job, input);
+    const sent = input();
+    for (const followUp of followUps) followUp.send(job, sent);
     return () => followUps.map((followUp) => followUp.answer()).filter((a) => a !== undefined);
   };
   try {

@@ -166,7 +166,7 @@ export async function verifyFiles(
       const files = bundle.files.filter((file) => paths.has(file.path));
       const claims = newWorkClaims(files.length);
       if (shareHere && files.length >= shareHere.minFiles)
-        sharedAnswers = handOff(shareHere.job, shareHere.input(files, claims));
+        sharedAnswers = handOff(shareHere.job, () => shareHere.input(files, claims));
       const checker = new FileChecker(bundle.dir);
       for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
         const file = files[index] as ManifestFile;
