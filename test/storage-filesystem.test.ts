@@ -23,6 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
+import { mapLimit } from "../src/concurrency.js";
 import { LockedError, type LockHolder } from "../src/errors.js";
 import { LOCK_FILE, STATE_FILE, TEMP_PREFIX } from "../src/paths.js";
 import { writePoolSize } from "../src/storage/_fs-write-pool.js";
@@ -162,6 +163,48 @@ async function startSwapper(
     });
   });
   return { said: exited };
+}
+
+/**
+ * Another process that, once `marks.begun` exists, swaps `old` for a link
+ * to `outside` and back again until `marks.ended` exists (or 20 s pass).
+ * Resolves to the number of swaps it made.
+ */
+async function startFlipper(
+  marks: { begun: string; ended: string },
+  where: { old: string; moved: string; outside: string },
+): Promise<number> {
+  const flipper = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const fs = require("node:fs");
+       const [old, moved, outside, begun, ended] = process.argv.slice(1);
+       const until = Date.now() + 20000;
+       while (Date.now() < until && !fs.existsSync(begun)) {}
+       let flips = 0;
+       while (Date.now() < until && !fs.existsSync(ended)) {
+         fs.renameSync(old, moved);
+         fs.symlinkSync(outside, old);
+         flips++;
+         fs.unlinkSync(old);
+         fs.renameSync(moved, old);
+       }
+       console.log(flips);`,
+      where.old,
+      where.moved,
+      where.outside,
+      marks.begun,
+      marks.ended,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let said = "";
+  flipper.stdout.on("data", (chunk: Buffer) => {
+    said += chunk.toString();
+  });
+  await new Promise((resolve) => flipper.on("exit", resolve));
+  return Number.parseInt(said, 10) || 0;
 }
 
 describeStorageConformance("filesystem", async () => {
@@ -559,6 +602,48 @@ describe("filesystem driver: symlinks are never followed", () => {
       await assertOutsideIntact(outside);
       // Only a refusal shows that writes came after the swap.
       return said.includes("swapped") && refused;
+    }));
+
+  it("a folder swapped for a link while files are read never reads a file outside the root", () =>
+    raceSwaps("reads", async ({ root, outside, driver }, paths) => {
+      // As above, for reads (`verify`, `run --verify`, the state). Here the
+      // other process swaps old/ for the link and back again and again while
+      // the reads run, each swap a new chance to land between a check and an
+      // open: checked by path and then opened by path, reads returned
+      // outside files (every run with canPinFolders false when this test was
+      // written); through the folder held open, never.
+      const marks = {
+        begun: path.join(root, "reads-begun"),
+        ended: path.join(root, "reads-ended"),
+      };
+      const flipper = startFlipper(marks, {
+        old: path.join(root, "old"),
+        moved: path.join(root, "moved"),
+        outside,
+      });
+      const seen = new Set<string>();
+      let refused = 0;
+      try {
+        for (let round = 0; round < 5; round++) {
+          await mapLimit(paths, async (relPath, index) => {
+            if (round === 0 && index === 0) writeFileSync(marks.begun, "");
+            try {
+              const stored = await driver.read(relPath);
+              seen.add(stored === null ? "missing" : new TextDecoder().decode(stored.bytes));
+            } catch (error) {
+              if ((error as { code?: string }).code !== "unsafe_path") throw error;
+              refused++;
+            }
+          });
+        }
+      } finally {
+        writeFileSync(marks.ended, "");
+      }
+      const flips = await flipper;
+      assert.ok(!seen.has("not ours"), "a read returned a file outside the root");
+      assert.ok(seen.has("ours"));
+      // Only reads refused between flips show that the swaps overlapped them.
+      return flips > 0 && refused > 0;
     }));
 
   it(

@@ -134,15 +134,53 @@ function absentAt(root: string, error: unknown): boolean {
   return code === "ENOENT" || (code === "ENOTDIR" && nonFolderOnPath(root) === null);
 }
 
-/** Open a regular file without following links; `null` when absent. */
+/**
+ * Open a regular file without following links; `null` when absent. Where
+ * folders can be pinned (_fs-pinned.ts) the file is opened through its
+ * folder held open, so that a folder swapped for a link between a check and
+ * the open cannot send the read outside the root (a `verify` would then
+ * judge someone else's file); elsewhere each folder is checked by path
+ * first.
+ */
 async function openRegular(root: string, relPath: string): Promise<FileHandle | null> {
   const absolute = resolveInside(root, relPath);
-  const check = await checkAncestors(root, relPath);
-  if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
-  if (check.kind === "missing") return null;
-  let handle: FileHandle;
+  let handle: FileHandle | null;
+  if (canPinFolders) {
+    const pinned = await atPinnedEntry(root, relPath, (entry) =>
+      openNoFollow(root, relPath, entry),
+    );
+    if (pinned.kind === "unsafe") throw unsafeAncestorError(root, relPath, pinned);
+    if (pinned.kind === "missing") return missingUnlessRootIsNoFolder(root, relPath);
+    handle = pinned.value;
+  } else {
+    const check = await checkAncestors(root, relPath);
+    if (check.kind === "unsafe") throw unsafeAncestorError(root, relPath, check);
+    if (check.kind === "missing") return null;
+    handle = await openNoFollow(root, relPath, absolute);
+  }
+  if (handle === null) return null;
+  const stats = await handle.stat();
+  if (stats.isFile()) return handle;
+  await handle.close();
+  const error = Object.assign(new Error("not a regular file"), { code: "EINVAL" });
+  throw storageError("read", { root, relPath, error });
+}
+
+/**
+ * A file whose folder was found missing: absent, unless the root is no
+ * folder, which is a storage error as absentAt has it (reading the state as
+ * absent there would send the user to publish where nothing can be written).
+ */
+function missingUnlessRootIsNoFolder(root: string, relPath: string): null {
+  if (nonFolderOnPath(root) === null) return null;
+  const error = Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+  throw storageError("read", { root, relPath, error });
+}
+
+/** open(2) of `at` (the file `relPath` under `root`) without following a link; `null` when absent. */
+async function openNoFollow(root: string, relPath: string, at: string): Promise<FileHandle | null> {
   try {
-    handle = await open(absolute, READ_FLAGS);
+    return await open(at, READ_FLAGS);
   } catch (error) {
     if (absentAt(root, error)) return null;
     const code = errnoCode(error);
@@ -150,11 +188,6 @@ async function openRegular(root: string, relPath: string): Promise<FileHandle | 
     const what = code === "ELOOP" || code === "EMLINK" ? "read (it is a symbolic link)" : "read";
     throw storageError(what, { root, relPath, error });
   }
-  const stats = await handle.stat();
-  if (stats.isFile()) return handle;
-  await handle.close();
-  const error = Object.assign(new Error("not a regular file"), { code: "EINVAL" });
-  throw storageError("read", { root, relPath, error });
 }
 
 async function readSmall(root: string, relPath: string): Promise<StoredBytes | null> {
