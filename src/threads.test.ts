@@ -170,8 +170,9 @@ describe("follow-ups", () => {
 
 describe("work claims", () => {
   test("front and back together take every item once, and the back can refuse", async () => {
-    const { newWorkClaims, takeBack, takeFront } = await import("./threads.js");
+    const { hasWork, newWorkClaims, takeBack, takeFront } = await import("./threads.js");
     const claims = newWorkClaims(7);
+    assert.equal(hasWork(claims), true);
     assert.equal(takeFront(claims), 0);
     assert.equal(takeBack(claims), 6);
     assert.equal(
@@ -184,6 +185,8 @@ describe("work claims", () => {
     const rest = [takeFront(claims), takeFront(claims), takeBack(claims), takeFront(claims)];
     assert.deepEqual(rest, [2, 3, 4, undefined]);
     assert.equal(takeBack(claims), undefined);
+    assert.equal(hasWork(claims), false);
+    assert.equal(hasWork(newWorkClaims(0)), false);
   });
 
   test("a helper thread at the front and this one at the back never take the same item", async () => {

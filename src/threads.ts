@@ -289,6 +289,12 @@ export function newWorkClaims(count: number): WorkClaims {
 
 const LOW_HALF = 0xffffffffn;
 
+/** Whether any item is left to take. */
+export function hasWork(claims: WorkClaims): boolean {
+  const word = Atomics.load(claims, 0);
+  return Number(word >> 32n) < Number(word & LOW_HALF);
+}
+
 /** The next item from the front, now taken; undefined when the ends have met. */
 export function takeFront(claims: WorkClaims): number | undefined {
   for (;;) {

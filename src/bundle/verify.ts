@@ -133,8 +133,12 @@ export interface VerifyOptions extends CheckOptions {
  */
 export interface ShareHere {
   job: URL;
-  /** Fewer files than this are all read here (a helper's first job is slow: its code is cold). */
-  minFiles: number;
+  /**
+   * Files whose sizes add up to less than this are all read here: a
+   * helper's first files are slow (its code is cold), and for a short list
+   * the calling thread would only wait for them.
+   */
+  minBytes: number;
   input: (files: readonly ManifestFile[], claims: WorkClaims) => unknown;
 }
 
@@ -165,7 +169,7 @@ export async function verifyFiles(
       const paths = readHere?.() ?? new Set<string>();
       const files = bundle.files.filter((file) => paths.has(file.path));
       const claims = newWorkClaims(files.length);
-      if (shareHere && files.length >= shareHere.minFiles)
+      if (shareHere && sizeOf(files) >= shareHere.minBytes)
         sharedAnswers = handOff(shareHere.job, () => shareHere.input(files, claims));
       const checker = new FileChecker(bundle.dir);
       for (let index = takeFront(claims); index !== undefined; index = takeFront(claims)) {
@@ -198,6 +202,12 @@ export async function verifyFiles(
   }
   if (callerError) throw callerError.error;
   return sharedAnswers();
+}
+
+function sizeOf(files: readonly ManifestFile[]): number {
+  let bytes = 0;
+  for (const file of files) bytes += file.size;
+  return bytes;
 }
 
 /**

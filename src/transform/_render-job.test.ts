@@ -90,6 +90,11 @@ describe("the render job", () => {
     );
   });
 
+  test("with every document taken already, the job answers at once with nothing", async () => {
+    const bundle = await threeDocuments();
+    assert.deepEqual(runShare(bundle, 3), []);
+  });
+
   test("pagesOf keeps well-formed pages within the list and ignores the rest", () => {
     const page = { bytes: new Uint8Array([1]), sha256: "sha256:x" };
     const pages = pagesOf(

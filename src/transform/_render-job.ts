@@ -17,9 +17,9 @@ import type { TransformConfig } from "../config/types.js";
 import { DistributorError } from "../errors.js";
 import { sha256Digest } from "../hashing.js";
 import type { ManifestFile } from "../model.js";
-import { type JobResult, takeBack, type WorkClaims } from "../threads.js";
+import { hasWork, type JobResult, takeBack, type WorkClaims } from "../threads.js";
 import { createLinkRewriter } from "./links.js";
-import { renderMarkdownToHtml } from "./markdown-to-html.js";
+import { prepareRenderer, renderMarkdownToHtml } from "./markdown-to-html.js";
 
 /** A rendered document: the page's bytes and their digest. */
 export interface RenderedPage {
@@ -89,6 +89,11 @@ export function runJob(input: unknown): JobResult {
   const { root, files, claims, allowHtml, transformed } = input as RenderShareInput;
   const count = packedCount(files);
   if (count < 0 || allowHtml.length !== count) throw new Error("not a render share");
+  // Ready to render before taking a document: loading markdown-it takes
+  // 20-40 ms, and a document taken meanwhile would keep the calling thread
+  // waiting for it once it has rendered all the others.
+  if (!hasWork(claims)) return { value: [], transfer: [] };
+  for (const flag of new Set(allowHtml)) prepareRenderer(flag === 1);
   const links = new Map(transformed);
   const checker = new FileChecker(root);
   const answer: RenderShareAnswer = [];

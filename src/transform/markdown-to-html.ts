@@ -271,6 +271,15 @@ function rendererFor(allowHtml: boolean): MarkdownIt {
   return md;
 }
 
+/**
+ * Load markdown-it and set up the renderer for `allowHtml` now, rather than
+ * in the first render: for a helper thread, which should take a document
+ * only once it can render it at once (_render-job.ts).
+ */
+export function prepareRenderer(allowHtml: boolean): void {
+  rendererFor(allowHtml);
+}
+
 function inlineText(children: readonly Token[]): string {
   let text = "";
   for (const child of children) {

@@ -427,9 +427,10 @@ describe("planOutputs", () => {
 });
 
 /**
- * `count` documents of a few kilobytes each (long enough that the calling
- * thread is still rendering when a helper has checked its share), linking to
- * each other, with autolinks, headings and a table.
+ * `count` documents of about 6 KB each, linking to each other, with
+ * autolinks, headings and a table: 1,000 of them are more Markdown than
+ * the calling thread renders alone (4 MiB), and long enough to render that
+ * it is still at it when a helper has checked its share.
  */
 function manyDocuments(count: number): Record<string, string> {
   const files: Record<string, string> = {};
@@ -441,7 +442,7 @@ function manyDocuments(count: number): Record<string, string> {
       "| a | b |\n|---|---|\n| 1 | ~~2~~ |",
       "- item\n- www.example.com/path",
     ].join("\n\n");
-    files[`d${i % 7}/doc${i}.md`] = `# Doc ${i}\n\n${`${section}\n\n`.repeat(8)}`;
+    files[`d${i % 7}/doc${i}.md`] = `# Doc ${i}\n\n${`${section}\n\n`.repeat(32)}`;
   }
   files["data/x.bin"] = "x";
   return files;
@@ -461,16 +462,19 @@ describe("planOutputs renders on helper threads too", () => {
     assert.deepEqual(shared, here);
   });
 
-  test("fewer documents than the threshold are all rendered here", async () => {
-    const dir = await writeTestBundle(manyDocuments(99));
+  test("less Markdown than the threshold is all rendered here", async () => {
+    const files = manyDocuments(600);
+    const size = Object.values(files).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    assert.ok(size > 2 * 1024 * 1024 && size < 4 * 1024 * 1024, `${size} bytes`);
+    const dir = await writeTestBundle(files);
     const before = sharedRenderCounts.onHelpers;
     const outputs = await planOutputs(await openBundle(dir), pipeline(), { workers: 1 });
-    assert.equal(outputs.length, 100);
+    assert.equal(outputs.length, 601);
     assert.equal(sharedRenderCounts.onHelpers, before);
   });
 
   test("documents a helper cannot render are reported as this thread reports them", async () => {
-    const files: Record<string, string | Uint8Array> = manyDocuments(600);
+    const files: Record<string, string | Uint8Array> = manyDocuments(1000);
     // The helpers take documents from the back of the list: the last ones are bad.
     const bad = Object.keys(files)
       .filter((p) => p.endsWith(".md"))

@@ -44,11 +44,15 @@ function generatedOutput(file: ManifestFile, layout: Layout, page: RenderedPage)
 const RENDER_JOB = new URL("./_render-job.js", import.meta.url);
 
 /**
- * Fewer documents than this are all rendered on the calling thread: a
- * helper's first render loads markdown-it and runs cold, slower than the
- * calling thread rendering the few documents left.
+ * Documents of less Markdown than this in all are rendered on the calling
+ * thread alone: about 0.3 s of rendering on one core. A helper's first
+ * renders are slow (it loads markdown-it, 20-40 ms, and its code is cold),
+ * and on a short list the calling thread waits for them. S's 100 documents
+ * (1 MB) rendered with a helper took a fresh publish to S3 73 ms longer
+ * (median of 12 alternating pairs, 10 slower) and 0.11 s more CPU; M's
+ * 1,000 (10 MB) render in about half the time (docs/performance.md, item 64).
  */
-const SHARED_RENDER_MIN_DOCUMENTS = 100;
+const SHARED_RENDER_MIN_BYTES = 4 * 1024 * 1024;
 
 /** How many documents helper threads rendered since the process started (for tests). */
 export const sharedRenderCounts = { onHelpers: 0 };
@@ -141,7 +145,7 @@ export async function planOutputs(
     // Helpers done verifying render documents from the back of the list.
     shareHere: {
       job: RENDER_JOB,
-      minFiles: SHARED_RENDER_MIN_DOCUMENTS,
+      minBytes: SHARED_RENDER_MIN_BYTES,
       input: (files, claims) => {
         toRender = files;
         const { transforms, transformed } = layout as Layout;
