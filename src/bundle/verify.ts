@@ -150,6 +150,8 @@ export interface ShareHere {
  * kept in `store`), on worker threads for all but small bundles (see
  * _parallel-checks.ts). Nothing in the bundle is modified.
  *
+ * @returns the answers of the helpers that took a share of the `readHere`
+ *   files (ShareHere); none without `shareHere`.
  * @throws DistributorError `source_invalid` listing every bad file with its
  *   reason (`paths` holds them all, in manifest order).
  */

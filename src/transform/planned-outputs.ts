@@ -86,8 +86,10 @@ export interface PlanOutputsOptions extends CheckOptions {
  *
  * The layout is planned, and Markdown rendered on this thread from the very
  * bytes it verified, one file at a time, while helper threads verify the
- * bundle: the costs overlap instead of adding up. Nothing rendered is used
- * unless the whole bundle verifies. Documents in the render cache are
+ * bundle: the costs overlap instead of adding up. From 4 MiB of Markdown,
+ * helpers done verifying render documents from the back of the list
+ * (_render-job.ts). Nothing rendered is used unless the whole bundle
+ * verifies. Documents in the render cache are
  * verified with the other files and not rendered.
  *
  * @throws DistributorError `source_invalid` listing every bad file (first: a
