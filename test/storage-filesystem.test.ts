@@ -646,6 +646,62 @@ describe("filesystem driver: symlinks are never followed", () => {
       return flips > 0 && refused > 0;
     }));
 
+  it("reads through folders the user may enter but not list, as opening by path always could", async () => {
+    // Folders opened to read in them need read permission on each, where
+    // opening the file by its path needs only search permission: a root or
+    // folder of mode 0711 (not the user's own) refused reads that had
+    // always worked, until reads opened their folders with O_PATH. Root
+    // ignores permissions, so as root the reads run as uid 65534; as anyone
+    // else, on folders without the owner's read bit (0311).
+    const asRoot = process.getuid?.() === 0;
+    // uid 65534 cannot enter the test run's own temp folder (0700, see
+    // test/helpers/isolated-env.ts): as root, the sandbox goes beside it.
+    const parent = asRoot ? path.dirname(os.tmpdir()) : os.tmpdir();
+    const base = await mkdtemp(path.join(parent, "distributor-search-only-"));
+    try {
+      const root = path.join(base, "root");
+      await mkdir(path.join(root, "locked"), { recursive: true });
+      await writeFile(path.join(root, "top.txt"), "top");
+      await writeFile(path.join(root, "locked", "inner.txt"), "inner");
+      const mode = asRoot ? 0o711 : 0o311;
+      for (const dir of [path.join(root, "locked"), root, base]) await chmod(dir, mode);
+      const driverUrl = new URL("../src/storage/filesystem.js", import.meta.url).href;
+      const child = spawn(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `const { createFilesystemDriver } = await import(${JSON.stringify(driverUrl)});
+           // Loaded first: the repository need not be readable by uid 65534.
+           if (process.argv.includes("drop")) { process.setgid(65534); process.setuid(65534); }
+           const driver = createFilesystemDriver({ root: ${JSON.stringify(root)} });
+           const text = async (p) => {
+             try {
+               const stored = await driver.read(p);
+               return stored === null ? "missing" : new TextDecoder().decode(stored.bytes);
+             } catch (error) {
+               return "error " + error.code + ": " + error.message;
+             }
+           };
+           console.log(JSON.stringify([await text("top.txt"), await text("locked/inner.txt"), await text("locked/none.txt")]));`,
+          asRoot ? "drop" : "keep",
+        ],
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      await new Promise((resolve) => child.on("exit", resolve));
+      assert.deepEqual(JSON.parse(out), ["top", "inner", "missing"]);
+    } finally {
+      await chmod(base, 0o755).catch(() => {});
+      await chmod(path.join(base, "root"), 0o755).catch(() => {});
+      await chmod(path.join(base, "root", "locked"), 0o755).catch(() => {});
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+
   it(
     "deleting a symlink removes the link only",
     sandboxed(async ({ root, outside, driver }) => {

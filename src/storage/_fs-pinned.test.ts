@@ -68,6 +68,19 @@ describe("pinned folders", () => {
     });
   });
 
+  it("a folder that cannot be opened leaves no descriptor open on the way to it", async () => {
+    const { root } = layout();
+    const before = readdirSync("/proc/self/fd").length;
+    for (let i = 0; i < 50; i++) {
+      // ENAMETOOLONG: openOne throws a storage error instead of answering.
+      await assert.rejects(
+        inPinnedFolder(root, `a/b/${"x".repeat(300)}`, async () => assert.fail("not opened")),
+        /ENAMETOOLONG/,
+      );
+    }
+    assert.ok(readdirSync("/proc/self/fd").length <= before + 2, "no descriptor left open");
+  });
+
   it("closes each folder once its calls have settled, so a long walk holds few descriptors", async () => {
     const { root } = layout();
     const before = readdirSync("/proc/self/fd").length;

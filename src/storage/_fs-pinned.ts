@@ -15,7 +15,8 @@
  * and a link put in its place is never followed. Node.js has no unlinkat(2);
  * this is the same guarantee through Linux's /proc. Writes go the same way
  * (OpenFolders, _fs-write.ts), and so does making and committing a new
- * folder's temporary stand-in (_fs-staging.ts).
+ * folder's temporary stand-in (_fs-staging.ts). Reads open their file the
+ * same way, through folders opened with O_PATH (`lookupOnly`).
  *
  * A descriptor is closed only once every call through it has settled (a
  * number closed and reused while a call through it is in flight would
@@ -45,6 +46,19 @@ const PROC_FD = "/proc/self/fd";
 const ROOT_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY;
 /** A folder under the root: never through a link at its own name. */
 export const FOLDER_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/**
+ * Linux's O_PATH (Node.js has no constant for it): a descriptor only to
+ * look names up in, which needs search permission on the folder but not
+ * read permission. Opening a file by its path needs no more, so reads open
+ * their folders this way: with O_RDONLY, a folder the user may enter but not
+ * list (0711) refused reads that had always worked (a review, 2026-12-03).
+ */
+const O_PATH = 0o10000000;
+
+/** How a caller uses the folder: `lookupOnly` for opening files in it only (O_PATH). */
+export interface PinOptions {
+  lookupOnly?: boolean;
+}
 
 /** The path that names the open file or folder `fd` (Linux). */
 export function fdPath(fd: number): string {
@@ -69,8 +83,9 @@ export async function inPinnedFolder<T>(
   root: string,
   relDir: string,
   body: (dir: string) => Promise<T>,
+  options: PinOptions = {},
 ): Promise<Pinned<T>> {
-  const opened = openPinnedFolder(root, relDir);
+  const opened = openPinnedFolder(root, relDir, options);
   if (typeof opened !== "number") return opened;
   try {
     return { kind: "ok", value: await body(fdPath(opened)) };
@@ -87,24 +102,36 @@ export function atPinnedEntry<T>(
   root: string,
   relPath: string,
   body: (entry: string) => Promise<T>,
+  options: PinOptions = {},
 ): Promise<Pinned<T>> {
   const slash = relPath.lastIndexOf("/");
   const parent = slash < 0 ? "" : relPath.slice(0, slash);
-  return inPinnedFolder(root, parent, (dir) => body(`${dir}/${relPath.slice(slash + 1)}`));
+  return inPinnedFolder(root, parent, (dir) => body(`${dir}/${relPath.slice(slash + 1)}`), options);
 }
 
 /**
  * The descriptor of `relDir` under `root` (see inPinnedFolder), or why it
  * cannot be opened; the caller closes it.
  */
-export function openPinnedFolder(root: string, relDir: string): number | NotPinned {
-  let fd = openOne(root, "", root, ROOT_FLAGS);
+export function openPinnedFolder(
+  root: string,
+  relDir: string,
+  options: PinOptions = {},
+): number | NotPinned {
+  const lookup = options.lookupOnly ? O_PATH : 0;
+  let fd = openOne(root, "", root, ROOT_FLAGS | lookup);
   if (typeof fd !== "number") return fd;
   let at = "";
   for (const name of relDir === "" ? [] : relDir.split("/")) {
     at = at === "" ? name : `${at}/${name}`;
-    const next = openOne(root, at, `${fdPath(fd)}/${name}`, FOLDER_FLAGS);
-    closeSync(fd);
+    let next: number | NotPinned;
+    try {
+      next = openOne(root, at, `${fdPath(fd)}/${name}`, FOLDER_FLAGS | lookup);
+    } finally {
+      // Also when openOne throws (EACCES, ENAMETOOLONG, EMFILE): a failed
+      // read must not leave its parent's descriptor open.
+      closeSync(fd);
+    }
     if (typeof next !== "number") return next;
     fd = next;
   }

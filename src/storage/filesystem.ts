@@ -146,8 +146,11 @@ async function openRegular(root: string, relPath: string): Promise<FileHandle | 
   const absolute = resolveInside(root, relPath);
   let handle: FileHandle | null;
   if (canPinFolders) {
-    const pinned = await atPinnedEntry(root, relPath, (entry) =>
-      openNoFollow(root, relPath, entry),
+    const pinned = await atPinnedEntry(
+      root,
+      relPath,
+      (entry) => openNoFollow(root, relPath, entry),
+      { lookupOnly: true },
     );
     if (pinned.kind === "unsafe") throw unsafeAncestorError(root, relPath, pinned);
     if (pinned.kind === "missing") return missingUnlessRootIsNoFolder(root, relPath);
