@@ -76,7 +76,10 @@ export interface CheckOptions {
  */
 export type HandOff = (job: URL, input: () => unknown) => () => unknown[];
 
-const NO_ANSWERS = () => [];
+/** A hand-off's answers when nothing was handed off. */
+export const NO_ANSWERS = (): unknown[] => [];
+/** The hand-off where there is no helper to hand to: nothing is sent. */
+export const NO_HAND_OFF: HandOff = () => NO_ANSWERS;
 
 /**
  * Helper threads for a bundle this large: one per core but one, as the calling
@@ -262,7 +265,7 @@ export async function checkFiles(
   const store = options.store ?? null;
   const helpers = Math.min(options.workers ?? defaultWorkers(files), files.length);
   if (helpers <= 0) {
-    options.meanwhile?.(() => NO_ANSWERS);
+    options.meanwhile?.(NO_HAND_OFF);
     return new FileChecker(root, store).checkAll(files);
   }
   const shards = shardsOf(files, helpers);

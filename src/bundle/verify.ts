@@ -10,7 +10,14 @@ import { DistributorError, errnoCode } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
 import { newWorkClaims, takeFront, type WorkClaims } from "../threads.js";
 import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
-import { type CheckOptions, checkFiles, type HandOff, prestartChecks } from "./_parallel-checks.js";
+import {
+  type CheckOptions,
+  checkFiles,
+  type HandOff,
+  NO_ANSWERS,
+  NO_HAND_OFF,
+  prestartChecks,
+} from "./_parallel-checks.js";
 import type { VerifiedBytesStore } from "./_verified-bytes.js";
 import { MANIFEST_FILE, parseManifest } from "./manifest.js";
 
@@ -163,11 +170,11 @@ export async function verifyFiles(
   const problemsHere = new Map<string, string>();
   // The caller's errors, rethrown once the bundle has verified.
   let callerError: { error: unknown } | undefined;
-  let sharedAnswers = () => [] as unknown[];
+  let sharedAnswers = NO_ANSWERS;
   const readFilesHere = (handOff: HandOff) => {
     try {
       // The caller's own work gets no hand-off: the files read here have it.
-      options.meanwhile?.(() => () => []);
+      options.meanwhile?.(NO_HAND_OFF);
       const paths = readHere?.() ?? new Set<string>();
       const files = bundle.files.filter((file) => paths.has(file.path));
       const claims = newWorkClaims(files.length);

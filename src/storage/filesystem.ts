@@ -170,13 +170,13 @@ async function openRegular(root: string, relPath: string): Promise<FileHandle | 
 }
 
 /**
- * A file whose folder was found missing: absent, unless the root is no
- * folder, which is a storage error as absentAt has it (reading the state as
- * absent there would send the user to publish where nothing can be written).
+ * A file whose folder was found missing (ENOENT, or ENOTDIR for a root
+ * that is a file): absent, unless absentAt says the root is no folder,
+ * which is a storage error.
  */
 function missingUnlessRootIsNoFolder(root: string, relPath: string): null {
-  if (nonFolderOnPath(root) === null) return null;
   const error = Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+  if (absentAt(root, error)) return null;
   throw storageError("read", { root, relPath, error });
 }
 
