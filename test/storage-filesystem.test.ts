@@ -234,13 +234,27 @@ describe("filesystem driver: construction and listing", () => {
   });
 
   it(
-    "an existing empty root lists as empty and a root that is a file is a storage_error",
+    "an existing empty root lists as empty; a root that is a file is a storage_error, to list or to read",
     sandboxed(async ({ root, outside }) => {
       await mkdir(root);
       assert.deepEqual(await createFilesystemDriver({ root }).list(), []);
       const file = path.join(outside, "file");
       await writeFile(file, "x");
       await rejectsWithCode(createFilesystemDriver({ root: file }).list(), "storage_error");
+      // Reads agree: a root that is a file, or lies under one, is no
+      // destination (reading its state as absent would send the user to
+      // publish there); a root that does not exist holds nothing yet.
+      for (const under of [file, path.join(file, "below")]) {
+        for (const relPath of [STATE_FILE, "d/a.txt"]) {
+          await rejectsWithCode(
+            createFilesystemDriver({ root: under }).read(relPath),
+            "storage_error",
+          );
+        }
+      }
+      const missing = createFilesystemDriver({ root: path.join(outside, "not-yet") });
+      assert.equal(await missing.read(STATE_FILE), null);
+      assert.equal(await missing.read("d/a.txt"), null);
     }),
   );
 
