@@ -1,12 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { allCases } from "./_cases.js";
 import {
+  cpuBound,
+  cpuBoundNote,
   floorNote,
   keptStolenNote,
   markdownTable,
   noSamples,
   type Row,
   ratioDigits,
+  ratioMaxOf,
   ratioMet,
   redoneNote,
   roundStolen,
@@ -270,4 +274,53 @@ test("verdictLine: the targets met, and each miss with the floor program's ratio
       "6 against rclone copy: not run",
   );
   assert.equal(verdictLine([row({}), row({ ratio: 0.4 })]), "targets met: 2 of 2");
+});
+
+test("cpuBound spreads the median CPU, with a server's, over the cores; only for time targets", () => {
+  const row = { unit: "s" as const, anchorMedian: 1.5, cpu: [4.0, 3.9, 3.5], serverCpu: [] };
+  assert.deepEqual(cpuBound(row, 1.3, 2), {
+    seconds: 1.95,
+    targetSeconds: 1.3 * 1.5,
+    cores: 2,
+    withServer: false,
+  });
+  const s3 = cpuBound({ ...row, cpu: [1.3, 1.4], serverCpu: [2.0, 2.2] }, 0.7, 2);
+  assert.ok(s3);
+  assert.ok(Math.abs(s3.seconds - (1.35 + 2.1) / 2) < 1e-9);
+  assert.equal(s3.withServer, true);
+  assert.equal(cpuBound(row, undefined, 2), null, "a ≥ target has no time to fit in");
+  assert.equal(cpuBound({ ...row, unit: "MB/s" }, 1.3, 2), null);
+  assert.equal(cpuBound({ ...row, cpu: [] }, 1.3, 2), null, "no GNU time, no CPU");
+  assert.equal(cpuBound({ ...row, anchorMedian: null }, 1.3, 2), null);
+  assert.equal(cpuBound(row, 1.3, Number.NaN), null);
+});
+
+test("cpuBoundNote tells a miss by waiting from a miss by work, and says nothing of a met row", () => {
+  const bound = { seconds: 1.95, targetSeconds: 1.96, cores: 2, withServer: false };
+  assert.equal(
+    cpuBoundNote(bound, false),
+    "not CPU-bound: distributor's 3.90 s of CPU take at least 1.95 s on 2 cores, within the target's 1.96 s: the miss is time a core waited",
+  );
+  assert.equal(
+    cpuBoundNote({ ...bound, seconds: 2.39, targetSeconds: 1.93, withServer: true }, false),
+    "CPU-bound: distributor's and the server's 4.78 s of CPU take at least 2.39 s on 2 cores, past the target's 1.93 s: only less CPU meets it",
+  );
+  assert.equal(cpuBoundNote(bound, true), null);
+  assert.equal(cpuBoundNote(bound, null), null);
+  assert.equal(cpuBoundNote(null, false), null);
+});
+
+test("ratioMaxOf reads back every case's ratioMax from its target text", () => {
+  let checked = 0;
+  for (const bench of allCases({ seed: 1 })) {
+    for (const comparison of bench.comparisons) {
+      assert.equal(ratioMaxOf(comparison.target), comparison.ratioMax, comparison.target);
+      // What run.ts makes of case 4's target: the RSS limit appended.
+      assert.equal(ratioMaxOf(`${comparison.target}, RSS ≤ 150 MB`), comparison.ratioMax);
+      checked++;
+    }
+  }
+  assert.ok(checked >= 10, `only ${checked} comparisons`);
+  assert.equal(ratioMaxOf("≥ 0.8×"), undefined);
+  assert.equal(ratioMaxOf("context"), undefined);
 });

@@ -334,3 +334,78 @@ export function keptStolenNote(rounds: number): string | null {
   const what = rounds === 1 ? "1 round" : `${rounds} rounds`;
   return `${what} kept although the host took ${ROUND_STEAL_SHARE * 100} % or more of a sample's time: no redo was left`;
 }
+
+/**
+ * The least wall time the subject's CPU allows on this machine: its median
+ * CPU seconds, with a local server's (case 6: the server shares the cores),
+ * spread evenly over every core. No run takes less (wall × cores ≥ CPU), so
+ * a time target under this bound is out of reach without less CPU, whatever
+ * runs in parallel; a miss above it is time that some core spent waiting (a
+ * serial phase, a server's answer), which more overlap could fill. Issue
+ * #5's done rule asks, for each unmet target, why; this splits "too much
+ * work" from "work badly spread", run by run.
+ */
+export interface CpuBound {
+  /** (CPU + server CPU) / cores, seconds. */
+  seconds: number;
+  /** The slowest time that meets the target: its ratio times the anchor's median. */
+  targetSeconds: number;
+  cores: number;
+  /** Whether a server's CPU is counted in. */
+  withServer: boolean;
+}
+
+/**
+ * The bound of a "≤ 1.3×" or "< 1× (aim 0.5×)" target as rows spell it (the
+ * comparison's ratioMax; results files keep only the text); undefined for a
+ * "≥" target or a context row.
+ */
+export function ratioMaxOf(target: string): number | undefined {
+  const match = /^[≤<] ?(\d+(?:\.\d+)?)×/.exec(target);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * CpuBound of a row with a time target (≤ or <; case 7's MB/s has none)
+ * whose CPU was measured; null otherwise. `ratioMax`: the target's bound.
+ */
+export function cpuBound(
+  row: {
+    unit: Row["unit"];
+    anchorMedian: number | null;
+    /** The subject's CPU seconds per sample, and a local server's during each. */
+    cpu: readonly number[];
+    serverCpu: readonly number[];
+  },
+  ratioMax: number | undefined,
+  cores: number,
+): CpuBound | null {
+  const { cpu, serverCpu } = row;
+  if (row.unit !== "s" || ratioMax === undefined || row.anchorMedian === null) return null;
+  if (cpu.length === 0 || !(cores > 0)) return null;
+  const withServer = serverCpu.length > 0;
+  const total = median(cpu) + (withServer ? median(serverCpu) : 0);
+  return {
+    seconds: total / cores,
+    targetSeconds: ratioMax * row.anchorMedian,
+    cores,
+    withServer,
+  };
+}
+
+/**
+ * "not CPU-bound: distributor's 3.89 s of CPU take at least 1.95 s on 2
+ * cores, within the target's 1.96 s: the miss is time a core waited" (or
+ * "CPU-bound: … past the target's …: only less CPU meets it"), for a missed
+ * row; null for a met one, or without a bound.
+ */
+export function cpuBoundNote(bound: CpuBound | null, met: boolean | null): string | null {
+  if (bound === null || met !== false) return null;
+  const whose = bound.withServer ? "distributor's and the server's" : "distributor's";
+  const cpu = (bound.seconds * bound.cores).toFixed(2);
+  const took = `${whose} ${cpu} s of CPU take at least ${bound.seconds.toFixed(2)} s on ${bound.cores} cores`;
+  const target = `the target's ${bound.targetSeconds.toFixed(2)} s`;
+  return bound.seconds <= bound.targetSeconds
+    ? `not CPU-bound: ${took}, within ${target}: the miss is time a core waited`
+    : `CPU-bound: ${took}, past ${target}: only less CPU meets it`;
+}

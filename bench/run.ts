@@ -29,6 +29,8 @@ import {
   warmPageCache,
 } from "./_measure.js";
 import {
+  cpuBound,
+  cpuBoundNote,
   floorNote,
   keptStolenNote,
   markdownTable,
@@ -239,6 +241,13 @@ function rowOf(
   if (rounds) notes.push(rounds);
   const server = serverCpuNote(subject.serverCpu, anchor?.serverCpu ?? []);
   if (server) notes.push(server);
+  const bound = cpuBound(
+    { unit: bench.unit, anchorMedian, cpu: subject.cpu, serverCpu: subject.serverCpu },
+    comparison.ratioMax,
+    os.availableParallelism(),
+  );
+  const boundNote = cpuBoundNote(bound, met);
+  if (boundNote) notes.push(boundNote);
   const steal = stealNote(subject, anchor ?? emptySamples());
   if (steal) notes.push(steal);
   return {

@@ -50,6 +50,7 @@ describe("tally", () => {
         ratio: { min: 1.27, max: 1.49 },
         floor: { min: 1.14, max: 1.35, runs: 3, met: 2 },
         vsFloor: { min: 1.2, max: 1.28 },
+        cpuBound: null,
       },
       {
         row: "7 vs bare markdown-it",
@@ -59,6 +60,7 @@ describe("tally", () => {
         ratio: { min: 0.79, max: 1.37 },
         floor: null,
         vsFloor: null,
+        cpuBound: null,
       },
     ]);
   });
@@ -83,8 +85,39 @@ describe("tally", () => {
     );
     assert.equal(
       table.split("\n")[2],
-      "| 5b vs hashing (sha256sum) | ≤ 1.3× | 0 of 2 | 1.46× | 1.14–1.21×, within the target in 2 of 2 | 1.20–1.28× |",
+      "| 5b vs hashing (sha256sum) | ≤ 1.3× | 0 of 2 | 1.46× | 1.14–1.21×, within the target in 2 of 2 | 1.20–1.28× | — |",
     );
+  });
+});
+
+describe("tally: distributor's CPU on every core against the target's time", () => {
+  const measured = (cpu: number[], serverCpu: number[] = []): ResultRow => ({
+    ...hashing(1.5, 1.2),
+    unit: "s",
+    anchorMedian: 1.5,
+    samples: { distributorCpu: cpu, distributorServerCpu: serverCpu },
+  });
+
+  test("counts the runs whose CPU fitted, with the range of CPU / cores over the target's time", () => {
+    // Target: 1.3 × 1.5 s = 1.95 s. On 2 cores 3.51 s of CPU fits (0.9×), 4.29 s does not (1.1×).
+    const [row] = tally([run(measured([3.51])), run(measured([4.29]))]);
+    assert.ok(row?.cpuBound);
+    assert.equal(row.cpuBound.runs, 2);
+    assert.equal(row.cpuBound.within, 1);
+    assert.ok(Math.abs(row.cpuBound.min - 0.9) < 1e-9 && Math.abs(row.cpuBound.max - 1.1) < 1e-9);
+    assert.match(
+      tallyTable([row]).split("\n")[2] ?? "",
+      /\| 0\.90–1\.10×, within it in 1 of 2 \|$/,
+    );
+  });
+
+  test("counts a server's CPU in, and takes the cores from the machine line", () => {
+    const fits = tally([run(measured([1.0], [2.5]))])[0]?.cpuBound;
+    assert.equal(fits?.within, 1, "3.5 s on 2 cores: 1.75 s, within 1.95 s");
+    const server = tally([run(measured([1.0], [3.0]))])[0]?.cpuBound;
+    assert.equal(server?.within, 0, "4.0 s on 2 cores: 2.0 s, past 1.95 s");
+    const four = tally([{ machine: "4 CPUs (test)", rows: [measured([1.0], [3.0])] }])[0]?.cpuBound;
+    assert.equal(four?.within, 1, "the same on 4 cores: 1.0 s");
   });
 });
 

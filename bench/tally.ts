@@ -7,7 +7,9 @@
  * One line per row: in how many runs it met its target, the range of its
  * ratios, how the floor program fared against the same anchor (its range,
  * and in how many runs it was itself within the target on the medians), and
- * how far distributor was from that floor program. "At a glance" in
+ * how far distributor was from that floor program, and whether its CPU,
+ * spread over the machine's cores, fitted within the target's time (CpuBound
+ * in _report.ts: a miss where it did is waiting, not work). "At a glance" in
  * docs/performance.md counts rows per machine this way; the counts used to
  * be made by hand, and once came out wrong.
  *
@@ -17,15 +19,18 @@
  */
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import { FLOOR_LABEL, type Row } from "./_report.js";
+import { cpuBound, FLOOR_LABEL, type Row, ratioMaxOf } from "./_report.js";
 
 /** What a results file holds; only the fields read here. */
 export interface BenchResults {
   machine: string;
-  rows: readonly Pick<
+  rows: readonly (Pick<
     Row,
     "case" | "anchor" | "ratio" | "target" | "met" | "floorRatio" | "floorMet"
-  >[];
+  > &
+    Partial<Pick<Row, "unit" | "anchorMedian">> & {
+      samples?: Pick<Row["samples"], "distributorCpu" | "distributorServerCpu">;
+    })[];
 }
 
 export interface TalliedRow {
@@ -40,6 +45,12 @@ export interface TalliedRow {
   floor: (Range & { met: number; runs: number }) | null;
   /** distributor / the floor program (the case's context row), when it has one. */
   vsFloor: Range | null;
+  /**
+   * CpuBound over the target's time, in the runs that measured CPU (a value
+   * ≤ 1 means distributor's CPU fitted on the machine's cores within the
+   * target: its misses there were waiting, not work); null without any.
+   */
+  cpuBound: (Range & { within: number; runs: number }) | null;
 }
 
 export interface Range {
@@ -51,6 +62,11 @@ function caseId(row: { case: string }): string {
   return row.case.split(".")[0] ?? row.case;
 }
 
+/** The machine's core count, from the results' "2 CPUs (AMD EPYC), …" line. */
+function coresOf(machine: string): number {
+  return Number(/^(\d+) CPUs/.exec(machine)?.[1] ?? Number.NaN);
+}
+
 function widen(range: Range | null, value: number): Range {
   return range
     ? { min: Math.min(range.min, value), max: Math.max(range.max, value) }
@@ -60,6 +76,7 @@ function widen(range: Range | null, value: number): Range {
 export function tally(results: readonly BenchResults[]): TalliedRow[] {
   const rows = new Map<string, TalliedRow>();
   for (const result of results) {
+    const cores = coresOf(result.machine);
     const vsFloor = new Map<string, number>();
     for (const row of result.rows) {
       // The floor programs' context rows: never a target.
@@ -78,6 +95,7 @@ export function tally(results: readonly BenchResults[]): TalliedRow[] {
         ratio: { min: row.ratio, max: row.ratio },
         floor: null,
         vsFloor: null,
+        cpuBound: null,
       };
       entry.runs++;
       if (row.met) entry.met++;
@@ -88,6 +106,26 @@ export function tally(results: readonly BenchResults[]): TalliedRow[] {
           ...floor,
           runs: (entry.floor?.runs ?? 0) + 1,
           met: (entry.floor?.met ?? 0) + (row.floorMet ? 1 : 0),
+        };
+      }
+      const bound = row.samples
+        ? cpuBound(
+            {
+              unit: row.unit ?? "s",
+              anchorMedian: row.anchorMedian ?? null,
+              cpu: row.samples.distributorCpu,
+              serverCpu: row.samples.distributorServerCpu,
+            },
+            ratioMaxOf(row.target),
+            cores,
+          )
+        : null;
+      if (bound) {
+        const share = widen(entry.cpuBound, bound.seconds / bound.targetSeconds);
+        entry.cpuBound = {
+          ...share,
+          runs: (entry.cpuBound?.runs ?? 0) + 1,
+          within: (entry.cpuBound?.within ?? 0) + (bound.seconds <= bound.targetSeconds ? 1 : 0),
         };
       }
       const ownFloor = vsFloor.get(caseId(row));
@@ -106,16 +144,19 @@ function span(range: Range): string {
 
 export function tallyTable(rows: readonly TalliedRow[]): string {
   const lines = [
-    "| Row | target | met | ratio | floor program on the same anchor | distributor / floor program |",
-    "|---|---|---|---|---|---|",
+    "| Row | target | met | ratio | floor program on the same anchor | distributor / floor program | distributor's CPU on every core / the target's time |",
+    "|---|---|---|---|---|---|---|",
   ];
   for (const row of rows) {
     const floor = row.floor
       ? `${span(row.floor)}, within the target in ${row.floor.met} of ${row.floor.runs}`
       : "—";
     const vsFloor = row.vsFloor ? span(row.vsFloor) : "—";
+    const bound = row.cpuBound
+      ? `${span(row.cpuBound)}, within it in ${row.cpuBound.within} of ${row.cpuBound.runs}`
+      : "—";
     lines.push(
-      `| ${row.row} | ${row.target} | ${row.met} of ${row.runs} | ${span(row.ratio)} | ${floor} | ${vsFloor} |`,
+      `| ${row.row} | ${row.target} | ${row.met} of ${row.runs} | ${span(row.ratio)} | ${floor} | ${vsFloor} | ${bound} |`,
     );
   }
   return lines.join("\n");
