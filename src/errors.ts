@@ -33,23 +33,49 @@ export interface DistributorErrorOptions {
   /** Paths (manifest, output or key paths) the error is about; reported as `paths`. */
   paths?: readonly string[];
   cause?: unknown;
+  /**
+   * The message as the lines distributor wrote (see listedError); the
+   * message is then their join. Absent: a message of one line, however many
+   * line breaks the names it quotes hold.
+   */
+  lines?: readonly string[];
 }
 
 /** An expected failure with a stable code. Anything else reaching the CLI is a bug. */
 export class DistributorError extends Error {
   readonly code: ErrorCode;
   readonly paths: string[];
+  /** DistributorErrorOptions.lines; null for a one-line message. */
+  readonly lines: readonly string[] | null;
 
   constructor(code: ErrorCode, message: string, options: DistributorErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "DistributorError";
     this.code = code;
     this.paths = [...(options.paths ?? [])];
+    this.lines = options.lines ? [...options.lines] : null;
   }
 
   toReport(): ErrorReport {
     return { code: this.code, message: this.message, paths: this.paths };
   }
+}
+
+/**
+ * An error whose message lists items, one line each: `head`, then `  - item`
+ * per item, then `advice`. The human output keeps these line breaks and
+ * shows each line on one line (a line break inside a quoted name escaped,
+ * reporting/human.ts), where any other message is shown whole on one line,
+ * so that a name cannot print a line of its own. The message, as `--json`
+ * reports it, is the same lines joined by newlines.
+ */
+export function listedError(
+  code: ErrorCode,
+  text: { head: string; items: readonly string[]; advice: string },
+  options: Omit<DistributorErrorOptions, "lines"> = {},
+): DistributorError {
+  const lines = [text.head, ...text.items.map((item) => `  - ${item}`), text.advice];
+  return new DistributorError(code, lines.join("\n"), { ...options, lines });
 }
 
 /** Who holds a lock: written into the lock file and reported with `locked`. */

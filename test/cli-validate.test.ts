@@ -94,6 +94,27 @@ describe("distributor validate", () => {
     assert.deepEqual(json.error?.paths, ["data/a.txt"]);
   });
 
+  test("several bad files: one line each on stderr, a line break in a name escaped; --json keeps the text", async () => {
+    const s = await scenario();
+    // A bundle folder whose name would print a line of its own.
+    const dir = await s.bundle("b\n  - index.md: fine", SITE_FILES, "evil.bundle");
+    await writeFile(path.join(dir, "data/a.txt"), "tampered\n");
+    await writeFile(path.join(dir, "assets/style.css"), "tampered too\n");
+    const json = await assertFails(s, "source_invalid", 1, ["--source", dir]);
+    assert.equal(
+      json.error?.message,
+      `Source bundle ${dir} failed verification (2 of 4 listed files):\n  - assets/style.css: size 13 != 20\n  - data/a.txt: size 9 != 6\nRepair the files or regenerate manifest.json, then run again.`,
+    );
+    const human = await validate(s, ["--source", dir]);
+    assert.deepEqual(human.stderr.split("\n"), [
+      `error [source_invalid] Source bundle ${dir.replace("\n", "\\x0a")} failed verification (2 of 4 listed files):`,
+      "  - assets/style.css: size 13 != 20",
+      "  - data/a.txt: size 9 != 6",
+      "Repair the files or regenerate manifest.json, then run again.",
+      "",
+    ]);
+  });
+
   test("two sources planned onto one output: output_collision naming the path, exit 1", async () => {
     const s = await scenario();
     const dir = await s.bundle("colliding", { ...SITE_FILES, "index.html": "<p>hand-made</p>\n" });

@@ -5,7 +5,7 @@
  */
 
 import * as z from "zod";
-import { DistributorError } from "../errors.js";
+import { type DistributorError, listedError } from "../errors.js";
 import { SHA256_DIGEST, sha256Digest } from "../hashing.js";
 import type { ManifestFile, SourceIdentity } from "../model.js";
 import { cleanPathProblem } from "../paths.js";
@@ -92,10 +92,13 @@ export function formatLocation(path: readonly PropertyKey[]): string {
 }
 
 function invalid(where: string, problems: string[], cause?: unknown): DistributorError {
-  const list = problems.map((p) => `\n  - ${p}`).join("");
-  return new DistributorError(
+  return listedError(
     "source_invalid",
-    `${where} is not a valid source manifest:${list}\nFix manifest.json (see docs/manifest.md) and run again.`,
+    {
+      head: `${where} is not a valid source manifest:`,
+      items: problems,
+      advice: "Fix manifest.json (see docs/manifest.md) and run again.",
+    },
     { paths: [MANIFEST_FILE], cause },
   );
 }

@@ -6,7 +6,7 @@
 
 import { type FileHandle, lstat, open, realpath } from "node:fs/promises";
 import path from "node:path";
-import { DistributorError, errnoCode } from "../errors.js";
+import { DistributorError, errnoCode, listedError } from "../errors.js";
 import type { ManifestFile, SourceBundle } from "../model.js";
 import { newWorkClaims, takeFront, type WorkClaims } from "../threads.js";
 import { FileChecker, NO_FOLLOW_READ } from "./_file-checks.js";
@@ -202,10 +202,13 @@ export async function verifyFiles(
     if (problem) bad.push({ path: file.path, problem });
   });
   if (bad.length > 0) {
-    const lines = bad.map((b) => `\n  - ${b.path}: ${b.problem}`).join("");
-    throw new DistributorError(
+    throw listedError(
       "source_invalid",
-      `Source bundle ${bundle.dir} failed verification (${bad.length} of ${bundle.files.length} listed files):${lines}\nRepair the files or regenerate manifest.json, then run again.`,
+      {
+        head: `Source bundle ${bundle.dir} failed verification (${bad.length} of ${bundle.files.length} listed files):`,
+        items: bad.map((b) => `${b.path}: ${b.problem}`),
+        advice: "Repair the files or regenerate manifest.json, then run again.",
+      },
       { paths: bad.map((b) => b.path) },
     );
   }

@@ -96,7 +96,9 @@ export function reportFailure(error: unknown, mode: OutputMode): number {
   if (mode.json) printJson({ ok: false, error: report });
   else {
     const style = stderrStyle();
-    process.stderr.write(`${terminalSafe(formatError(report, style).join("\n"), style)}\n`);
+    const lines = error instanceof DistributorError ? error.lines : null;
+    const text = formatError({ ...report, lines }, style).join("\n");
+    process.stderr.write(`${terminalSafe(text, style)}\n`);
   }
   if (process.env.DISTRIBUTOR_DEBUG === "1" && error instanceof Error && error.stack) {
     process.stderr.write(`${error.stack}\n`);

@@ -15,7 +15,7 @@ import {
 import { openBundle } from "../bundle/verify.js";
 import { loadConfig, noSourceError, selectPairs } from "../config/load.js";
 import type { Config, DestinationConfig, PipelineConfig } from "../config/types.js";
-import { DistributorError, errnoCode } from "../errors.js";
+import { DistributorError, errnoCode, listedError } from "../errors.js";
 import type { PlannedOutput, SourceIdentity } from "../model.js";
 import { LOCK_FILE, STATE_FILE } from "../paths.js";
 import { planRun, simulateApplied, writesOf } from "../planning/plan-run.js";
@@ -440,10 +440,13 @@ function assertStorable(group: RootGroup, sources: ReadonlyMap<string, PreparedS
   }
   if (refused.length === 0) return;
   const shown = refused.slice(0, 20);
-  const lines = shown.map(({ path, problem }) => `\n  - ${path}: ${problem}`).join("");
-  throw new DistributorError(
+  throw listedError(
     "storage_error",
-    `${driver.root} cannot hold ${refused.length} planned output(s); nothing was written:${lines}\nShorten those paths in the bundle, or the destination's prefix or path.`,
+    {
+      head: `${driver.root} cannot hold ${refused.length} planned output(s); nothing was written:`,
+      items: shown.map(({ path, problem }) => `${path}: ${problem}`),
+      advice: "Shorten those paths in the bundle, or the destination's prefix or path.",
+    },
     { paths: shown.map(({ path }) => path) },
   );
 }

@@ -99,6 +99,21 @@ describe("formatError", () => {
     );
     assert.deepEqual(config, ["error [config_invalid] Invalid configuration:\n  a: bad"]);
   });
+
+  test("a listed error keeps its own lines, each on one line; without them the message is one line", () => {
+    const style = { color: false };
+    const lines = ["Bundle failed:", "  - a: missing", "  - x\n  - b: fine", "Repair."];
+    const error = { code: "source_invalid", message: lines.join("\n"), paths: ["a"] };
+    const [listed] = formatError({ ...error, lines }, style);
+    assert.deepEqual(listed?.split("\n"), [
+      "error [source_invalid] Bundle failed:",
+      "  - a: missing",
+      "  - x\\x0a  - b: fine",
+      "Repair.",
+    ]);
+    const [plain] = formatError(error, style);
+    assert.equal(plain?.includes("\n"), false, plain);
+  });
 });
 
 describe("formatReconcileReport", () => {

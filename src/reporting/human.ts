@@ -92,12 +92,24 @@ function _notApplied(result: PairResult): string {
  * unless the message already names every one of them (config errors do).
  */
 export function formatError(
-  error: { code: string; message: string; paths: readonly string[] },
+  error: {
+    code: string;
+    message: string;
+    paths: readonly string[];
+    /** The message's own lines (DistributorError.lines), each shown on one line. */
+    lines?: readonly string[] | null;
+  },
   style: Style,
 ): string[] {
-  // Only a config_invalid message has lines of its own (one per problem of
-  // the operator's own file); any other can quote names from storage.
-  const message = error.code === "config_invalid" ? error.message : oneLine(error.message);
+  // A config_invalid message has lines of its own (one per problem of the
+  // operator's own file), and a listed error says which its lines are; any
+  // other message can quote names from storage, and stays on one line.
+  const message =
+    error.code === "config_invalid"
+      ? error.message
+      : error.lines
+        ? error.lines.map(oneLine).join("\n")
+        : oneLine(error.message);
   const lines = [`${paint(`error [${error.code}]`, "red", style)} ${message}`];
   if (error.paths.every((path) => error.message.includes(path))) return lines;
   const shown = error.paths.slice(0, DETAIL_LIMIT);

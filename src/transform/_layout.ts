@@ -5,7 +5,7 @@
  * (output_collision) or whose derived paths are not clean (transform_failed).
  */
 import type { PipelineConfig, TransformConfig } from "../config/types.js";
-import { DistributorError } from "../errors.js";
+import { DistributorError, listedError } from "../errors.js";
 import type { ManifestFile, PlannedOutput, SourceBundle } from "../model.js";
 import { addAncestors, cleanPathProblem, compareUtf8 } from "../paths.js";
 import { derivedHtmlPath } from "./links.js";
@@ -119,10 +119,14 @@ function assertNoCollisions(slots: readonly Slot[]): void {
     );
   }
   const paths = [...collisions.keys()].sort(compareUtf8);
-  const lines = paths.map((outputPath) => `\n  - ${outputPath}: ${collisions.get(outputPath)}`);
-  throw new DistributorError(
+  throw listedError(
     "output_collision",
-    `Several planned outputs have the same path, or a file's path is another output's folder:${lines.join("")}\nRename one of the files in the bundle, or narrow the pipeline's include/exclude or the transform's include.`,
+    {
+      head: "Several planned outputs have the same path, or a file's path is another output's folder:",
+      items: paths.map((outputPath) => `${outputPath}: ${collisions.get(outputPath)}`),
+      advice:
+        "Rename one of the files in the bundle, or narrow the pipeline's include/exclude or the transform's include.",
+    },
     { paths },
   );
 }
