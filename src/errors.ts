@@ -94,7 +94,10 @@ function ownPidHint(holder: LockHolder): string {
   return " (this process's own host and pid: another run in this process, another container with the same hostname, or this container before a restart, whose lock nothing can tell from a live one)";
 }
 
-/** `locked`: another writer holds the root's lock (terraform's LockError: who and since when). */
+/**
+ * `locked`: another writer holds the root's lock (terraform's LockError: who
+ * and since when). `holder` null: a lock file that cannot be read.
+ */
 export class LockedError extends DistributorError {
   readonly holder: LockHolder | null;
 
@@ -108,6 +111,18 @@ export class LockedError extends DistributorError {
       options,
     );
     this.holder = holder;
+  }
+}
+
+/**
+ * `locked` when no lock is left to name: other runs took the root's lock and
+ * released it again, each time between this run's refused create and its
+ * read of the holder. Nothing is to be removed; the root is merely busy.
+ */
+export class BusyLockError extends LockedError {
+  constructor(root: string) {
+    super(root, null);
+    this.message = `${root} is busy: other runs took its lock and released it again while this run tried to take it. Run again once they are done.`;
   }
 }
 

@@ -5,7 +5,13 @@
  */
 export { loadConfig } from "./config/load.js";
 export type { Config, DestinationConfig, PipelineConfig } from "./config/types.js";
-export { DistributorError, type ErrorCode, type ErrorReport, LockedError } from "./errors.js";
+export {
+  BusyLockError,
+  DistributorError,
+  type ErrorCode,
+  type ErrorReport,
+  LockedError,
+} from "./errors.js";
 export { type PruneOptions, type PruneReport, prune } from "./execution/prune.js";
 export {
   type ReconcileOptions,

@@ -5,9 +5,15 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { LockedError } from "../errors.js";
+import { BusyLockError, LockedError } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
-import { acquireFsLock, describeFsLock, takeOver, takeoverFileName } from "./_fs-lock.js";
+import {
+  acquireFsLock,
+  describeFsLock,
+  retryOnce,
+  takeOver,
+  takeoverFileName,
+} from "./_fs-lock.js";
 import { deadPid } from "./_lock.fixtures.js";
 import { UNREADABLE_LOCK_HOLDER } from "./_lock-file.js";
 
@@ -30,6 +36,37 @@ async function withRoot(body: (root: string) => Promise<void>): Promise<void> {
     await rm(root, { recursive: true, force: true });
   }
 }
+
+describe("a lock that vanished before its holder was read", () => {
+  const mine = {
+    holder: { hostname: "h", pid: 1, started_at: "2026-01-02T00:00:00Z" },
+    lockId: "aa",
+    content: MINE,
+  };
+
+  it("is created again; refused again, it names the new holder, or the root is busy if that one is gone too", () =>
+    withRoot(async (root) => {
+      const lock = await retryOnce(root, mine);
+      assert.equal(await readFile(path.join(root, LOCK_FILE), "utf8"), MINE);
+      // Now held (by `lock`): the next run's create is refused and names it.
+      await assert.rejects(retryOnce(root, { ...mine, lockId: "bb" }), (error: unknown) => {
+        assert.ok(error instanceof LockedError && !(error instanceof BusyLockError));
+        assert.deepEqual(error.holder, mine.holder);
+        return true;
+      });
+      // Released again before that run's read of the holder.
+      await assert.rejects(
+        retryOnce(root, { ...mine, lockId: "bb" }, async () => null),
+        (error: unknown) => {
+          assert.ok(error instanceof BusyLockError);
+          assert.equal(error.holder, null);
+          assert.doesNotMatch(error.message, /unreadable|remove/);
+          return true;
+        },
+      );
+      await lock.release();
+    }));
+});
 
 describe("stale lock takeover", () => {
   it("replaces the stale lock it judged and clears its takeover file", () =>

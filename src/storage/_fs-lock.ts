@@ -15,7 +15,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { link, lstat, mkdir, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import path from "node:path";
-import { errnoCode, LockedError, type LockHolder } from "../errors.js";
+import { BusyLockError, errnoCode, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
 import { storageError, tempPathIn } from "./_fs-paths.js";
 import {
@@ -79,20 +79,23 @@ export async function acquireFsLock(
   return lockHandle(root, { holder, lockId });
 }
 
-async function retryOnce(
+/**
+ * One more create, after the lock vanished between a refused create and the
+ * read of its holder. `readLock` reads the lock's text (a parameter for the
+ * tests, which cannot time a release between two calls). Exported for tests.
+ */
+export async function retryOnce(
   root: string,
   mine: { holder: LockHolder; lockId: string; content: string },
+  readLock: () => Promise<string | null> = () => readText(root, LOCK_FILE),
 ): Promise<LockHandle> {
   if (await createExclusive(root, LOCK_FILE, mine.content)) {
     return lockHandle(root, { holder: mine.holder, lockId: mine.lockId });
   }
-  throw new LockedError(root, await readFsLock(root));
-}
-
-/** The current holder, or `null` when there is no lock or it cannot be read. */
-async function readFsLock(root: string): Promise<LockHolder | null> {
-  const text = await readText(root, LOCK_FILE);
-  return text === null ? null : parseLockHolder(text);
+  const text = await readLock();
+  // Released again before this read: other runs are taking it in turn.
+  if (text === null) throw new BusyLockError(root);
+  throw new LockedError(root, parseLockHolder(text));
 }
 
 /**

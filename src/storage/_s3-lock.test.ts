@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import os from "node:os";
 import { describe, it } from "node:test";
-import { DistributorError, LockedError } from "../errors.js";
+import { BusyLockError, DistributorError, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
-import { acquireObjectLock, type LockStore } from "./_s3-lock.js";
+import { deadPid } from "./_lock.fixtures.js";
+import { acquireObjectLock, CREATES_WHILE_RELEASED, type LockStore } from "./_s3-lock.js";
 import type { StoredBytes, VersionToken, WriteOptions } from "./driver.js";
 
 /**
@@ -106,6 +108,98 @@ describe("S3 lock", () => {
       assert.deepEqual(store.objects.get(LOCK_FILE), { bytes: other, token: "v99" });
     });
   }
+
+  /**
+   * Each of the first `times` creates is refused by another run's lock,
+   * which that run releases before our read of its holder.
+   */
+  function releasedBeforeEachRead(times: number) {
+    const store = memoryStore();
+    const other = new TextEncoder().encode('{"hostname":"elsewhere","pid":42}\n');
+    let refused = 0;
+    const racing: LockStore = {
+      ...store,
+      root: store.root,
+      async write(path, content, options) {
+        if (path !== LOCK_FILE || options.ifMatch !== null || refused >= times) {
+          return store.write(path, content, options);
+        }
+        refused++;
+        store.objects.set(LOCK_FILE, { bytes: other, token: `other-${refused}` });
+        try {
+          return await store.write(path, content, options);
+        } finally {
+          store.objects.delete(LOCK_FILE);
+        }
+      },
+    };
+    return { store, racing };
+  }
+
+  it("a lock released before its holder is read is created again, and then held", async () => {
+    const { store, racing } = releasedBeforeEachRead(CREATES_WHILE_RELEASED - 1);
+    const lock = await acquireObjectLock(racing);
+    assert.equal(lock.holder.pid, process.pid);
+    assert.ok(store.objects.has(LOCK_FILE));
+  });
+
+  it("a root whose lock changes hands at every look is busy, not locked by an unreadable lock", async () => {
+    const { store, racing } = releasedBeforeEachRead(CREATES_WHILE_RELEASED);
+    await assert.rejects(acquireObjectLock(racing), (error: unknown) => {
+      assert.ok(error instanceof BusyLockError && error instanceof LockedError);
+      assert.equal(error.code, "locked");
+      assert.equal(error.holder, null);
+      assert.match(error.message, /is busy: other runs took its lock and released it again/);
+      assert.doesNotMatch(error.message, /unreadable|remove/);
+      return true;
+    });
+    assert.equal(store.objects.has(LOCK_FILE), false, "nothing left behind");
+  });
+
+  /** A lock of a dead process on this host, which a run may take over. */
+  function staleLock(): { holder: LockHolder; bytes: Uint8Array } {
+    const holder = { hostname: os.hostname(), pid: deadPid(), started_at: "2026-11-30T00:00:00Z" };
+    return { holder, bytes: new TextEncoder().encode(`${JSON.stringify(holder)}\n`) };
+  }
+
+  it("a stale lock taken over is reported once it is ours", async () => {
+    const store = memoryStore();
+    const stale = staleLock();
+    store.objects.set(LOCK_FILE, { bytes: stale.bytes, token: "v0" });
+    const reported: LockHolder[] = [];
+    const lock = await acquireObjectLock(store, { onStaleLock: (old) => reported.push(old) });
+    assert.deepEqual(reported, [stale.holder]);
+    assert.equal(lock.holder.pid, process.pid);
+  });
+
+  it("a take-over another run won first is not reported as taken over, and names the winner", async () => {
+    const store = memoryStore();
+    const stale = staleLock();
+    store.objects.set(LOCK_FILE, { bytes: stale.bytes, token: "v0" });
+    const winner = { hostname: "elsewhere", pid: 7, started_at: "2026-11-30T00:00:01Z" };
+    const racing: LockStore = {
+      ...store,
+      root: store.root,
+      async write(path, content, options) {
+        // The winner's take-over lands just before ours.
+        if (typeof options.ifMatch === "string") {
+          const bytes = new TextEncoder().encode(`${JSON.stringify(winner)}\n`);
+          store.objects.set(LOCK_FILE, { bytes, token: "winner" });
+        }
+        return store.write(path, content, options);
+      },
+    };
+    const reported: LockHolder[] = [];
+    await assert.rejects(
+      acquireObjectLock(racing, { onStaleLock: (old) => reported.push(old) }),
+      (error: unknown) => {
+        assert.ok(error instanceof LockedError);
+        assert.deepEqual(error.holder, winner);
+        return true;
+      },
+    );
+    assert.deepEqual(reported, [], "no warning for a take-over that did not happen");
+  });
 
   it("without an ETag from the server, release compares the lock's bytes and removes our own", async () => {
     const store = memoryStore({ etags: false });

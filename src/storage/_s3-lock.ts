@@ -12,7 +12,7 @@
  * lock as held by someone else and never released it).
  */
 import { randomBytes } from "node:crypto";
-import { DistributorError, LockedError, type LockHolder } from "../errors.js";
+import { BusyLockError, DistributorError, LockedError, type LockHolder } from "../errors.js";
 import { LOCK_FILE } from "../paths.js";
 import {
   currentLockHolder,
@@ -66,9 +66,18 @@ async function tryWrite(
 }
 
 /**
+ * Creates a run tries when the lock it was refused by is gone again before it
+ * reads its holder (another run released it meanwhile): a few, since runs
+ * that start together finish one after another. Then it reports the root busy.
+ */
+export const CREATES_WHILE_RELEASED = 5;
+
+/**
  * Take the lock or throw `LockedError` naming the holder. A dead local holder
- * is reported through `onStaleLock` and replaced once; losing that take-over
- * race to another writer ends in `LockedError` naming the winner.
+ * is replaced once, and reported through `onStaleLock` once replaced; losing
+ * that take-over race to another writer ends in `LockedError` naming the
+ * winner. A lock released again between each refused create and the read
+ * of its holder, CREATES_WHILE_RELEASED times, ends in `BusyLockError`.
  */
 export async function acquireObjectLock(
   store: LockStore,
@@ -78,27 +87,35 @@ export async function acquireObjectLock(
   const lockId = randomBytes(8).toString("hex");
   const bytes = new TextEncoder().encode(serializeLockHolder(holder, lockId));
   const ours = (token: VersionToken) => lockHandle(store, holder, bytes, token);
-  for (let attempt = 0; attempt < 2; attempt++) {
+  let tookOver = false;
+  for (let creates = 0; creates < CREATES_WHILE_RELEASED; ) {
     const created = await tryWrite(store, bytes, null);
     if (created !== null) return ours(created);
     const existing = await store.read(LOCK_FILE);
-    // Released between our create and our read: one more create decides.
-    if (existing === null) continue;
+    // Released between our create and our read: another create decides.
+    if (existing === null) {
+      creates++;
+      continue;
+    }
     // A retry refused by our own first attempt (see the module comment).
     if (sameBytes(existing.bytes, bytes)) return ours(existing.token);
     const lock = lockOf(existing);
-    if (attempt > 0 || lock === null || !isStaleLock(lock)) {
+    if (tookOver || lock === null || !isStaleLock(lock)) {
       throw new LockedError(store.root, lock?.holder ?? null);
     }
-    const current = lock.holder;
-    options.onStaleLock?.(current);
+    // Reported only once it is ours: a holder that released its lock and
+    // ended after our read also looks stale, and then nothing is taken over.
+    tookOver = true;
     const replaced = await tryWrite(store, bytes, existing.token);
-    if (replaced !== null) return ours(replaced);
-    const after = await store.read(LOCK_FILE);
-    if (after !== null && sameBytes(after.bytes, bytes)) return ours(after.token);
+    const after = replaced === null ? await store.read(LOCK_FILE) : null;
+    const token =
+      replaced ?? (after !== null && sameBytes(after.bytes, bytes) ? after.token : null);
+    if (token !== null) {
+      options.onStaleLock?.(lock.holder);
+      return ours(token);
+    }
   }
-  const last = await store.read(LOCK_FILE);
-  throw new LockedError(store.root, last === null ? null : (lockOf(last)?.holder ?? null));
+  throw new BusyLockError(store.root);
 }
 
 /**

@@ -211,8 +211,11 @@ export interface StorageDriver {
    * Take the root's `.distributor.lock` (creating the root if needed; a
    * filesystem root made here is removed again on release if it is still
    * empty, so a run that writes nothing leaves no trace). Throws
-   * `LockedError` naming the holder if held. A lock whose holder is a dead process
-   * on this host is taken over, calling `onStaleLock` with the old holder.
+   * `LockedError` naming the holder if held, or `BusyLockError` (a
+   * LockedError without a holder) when other runs took and released the lock
+   * each time this one looked. A lock whose holder is a dead process on this
+   * host is taken over, calling `onStaleLock` with the old holder once it is
+   * ours.
    */
   acquireLock(options?: AcquireLockOptions): Promise<LockHandle>;
 
