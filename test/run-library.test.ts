@@ -53,3 +53,35 @@ for (const pipelines of [1, 2, 3]) {
     assert.deepEqual(unhandled, []);
   });
 }
+
+test("an S3 prefix too long for distributor's own keys stops the run before any request, dry run included", async () => {
+  const base = await tempDir();
+  const source = path.join(base, "bundle");
+  await writeBundle(source, SITE_FILES);
+  // 999 bytes of clean path: every output key fits (the longest, 1,016
+  // bytes), but the probe's key (35 bytes more than the prefix) would not.
+  const prefix = Array.from({ length: 10 }, () => "y".repeat(99)).join("/");
+  assert.equal(prefix.length, 999);
+  const file = await writeConfig(
+    base,
+    [
+      "pipelines:",
+      `  site: { source: ${JSON.stringify(source)}, destinations: [bucket] }`,
+      "destinations:",
+      // Port 9 (discard) answers no S3 request: any request would fail otherwise.
+      `  bucket: { storage: { type: s3, bucket: b, prefix: ${JSON.stringify(prefix)}, endpoint: "http://127.0.0.1:9", force_path_style: true, region: us-east-1 } }`,
+    ].join("\n"),
+  );
+  const config = await loadConfig({ file });
+  for (const dryRun of [true, false]) {
+    await assert.rejects(run({ config, dryRun }), (error: unknown) => {
+      assert.ok(error instanceof DistributorError);
+      assert.equal(error.code, "storage_error");
+      assert.match(
+        error.message,
+        /cannot hold distributor's own objects: its key prefix is 1000 bytes, and .* need keys of up to 1035 bytes, where S3 keys hold at most 1024/,
+      );
+      return true;
+    });
+  }
+});

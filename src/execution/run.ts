@@ -423,12 +423,21 @@ async function planGroup(
 }
 
 /**
- * Refuse, before any lock is taken or root read, outputs whose path the root
- * cannot hold (see StorageDriver.pathProblem): written, they would fail
- * halfway through the apply, after the claim state recorded them.
+ * Refuse, before any lock is taken or root read, a root that cannot hold
+ * distributor's own objects (StorageDriver.rootProblem: its first write, the
+ * lock or S3's probe, would fail), and outputs whose path the root cannot
+ * hold (StorageDriver.pathProblem): written, they would fail halfway through
+ * the apply, after the claim state recorded them.
  */
 function assertStorable(group: RootGroup, sources: ReadonlyMap<string, PreparedSource>): void {
   const { driver } = group;
+  const rootProblem = driver.rootProblem?.() ?? null;
+  if (rootProblem !== null) {
+    throw new DistributorError(
+      "storage_error",
+      `${driver.root} cannot hold distributor's own objects: ${rootProblem}. Nothing was written; shorten the destination's prefix or path.`,
+    );
+  }
   if (!driver.pathProblem) return;
   const refused: { path: string; problem: string }[] = [];
   for (const pair of group.pairs) {

@@ -13,6 +13,9 @@ import type { VersionToken } from "./driver.js";
 /** Name prefix of the probe object: reserved (`.distributor.`), so never an output or unmanaged. */
 export const PROBE_PREFIX = ".distributor.probe-";
 
+/** The name of a probe object (PROBE_PREFIX and 16 hex digits): the longest name distributor gives an object of its own. */
+export const PROBE_NAME_BYTES = PROBE_PREFIX.length + 16;
+
 /** What the probe needs from the driver: raw conditional PUTs that always send the headers. */
 export interface ProbeStore {
   /**

@@ -241,4 +241,13 @@ export interface StorageDriver {
    * written, so that such a path stops the run instead of failing halfway.
    */
   pathProblem?(path: string): string | null;
+
+  /**
+   * Optional: why this root cannot hold distributor's own files (the state,
+   * the lock, and a driver's own objects such as S3's probe of conditional
+   * writes), or `null` when it can. Asked, as pathProblem is, before
+   * anything is read or written, dry runs included: a root that cannot hold
+   * them would otherwise plan a publish that then fails at its first write.
+   */
+  rootProblem?(): string | null;
 }

@@ -16,7 +16,7 @@ import {
 import { DistributorError, type LockHolder } from "../errors.js";
 import { SHA256_DIGEST } from "../hashing.js";
 import type { OutputContent } from "../model.js";
-import { LOCK_FILE } from "../paths.js";
+import { LOCK_FILE, STATE_FILE } from "../paths.js";
 import { stoppedMessage, writesStopped } from "./_fs-write-pool.js";
 import { createS3Client, tokenOfEtag, withRetries } from "./_s3-client.js";
 import { DirectPut } from "./_s3-direct-put.js";
@@ -35,7 +35,12 @@ import {
   S3Keyspace,
 } from "./_s3-keys.js";
 import { acquireObjectLock, type LockStore, readObjectLock } from "./_s3-lock.js";
-import { noConditionalWritesWarning, probeConditionalWrites, s3ProbeStore } from "./_s3-probe.js";
+import {
+  noConditionalWritesWarning,
+  PROBE_NAME_BYTES,
+  probeConditionalWrites,
+  s3ProbeStore,
+} from "./_s3-probe.js";
 import { sendObject } from "./_s3-write.js";
 import type {
   AcquireLockOptions,
@@ -290,6 +295,22 @@ class S3Driver implements StorageDriver {
     const bytes = Buffer.byteLength(this.keys.keyPrefix) + Buffer.byteLength(path);
     if (bytes <= MAX_KEY_BYTES) return null;
     return `its key under ${this.root} would be ${bytes} bytes, and S3 keys hold at most ${MAX_KEY_BYTES}`;
+  }
+
+  /**
+   * The longest key of distributor's own (StorageDriver.rootProblem): the
+   * probe's, longer than the state's and the lock's. Without this check a
+   * prefix of about 1,000 bytes planned a publish, dry run included, whose
+   * first request (the probe) the server then refused.
+   */
+  rootProblem(): string | null {
+    const prefix = Buffer.byteLength(this.keys.keyPrefix);
+    const longest = Math.max(
+      PROBE_NAME_BYTES,
+      ...[STATE_FILE, LOCK_FILE].map((name) => name.length),
+    );
+    if (prefix + longest <= MAX_KEY_BYTES) return null;
+    return `its key prefix is ${prefix} bytes, and distributor's own objects there (the state, the lock, the probe of conditional writes) need keys of up to ${prefix + longest} bytes, where S3 keys hold at most ${MAX_KEY_BYTES}`;
   }
 
   /** One HeadObject: the size and the `sha256` metadata written with the bytes. */
