@@ -283,11 +283,13 @@ test("cpuBound spreads the median CPU, with a server's, over the cores; only for
     targetSeconds: 1.3 * 1.5,
     cores: 2,
     withServer: false,
+    fits: true,
   });
   const s3 = cpuBound({ ...row, cpu: [1.3, 1.4], serverCpu: [2.0, 2.2] }, 0.7, 2);
   assert.ok(s3);
   assert.ok(Math.abs(s3.seconds - (1.35 + 2.1) / 2) < 1e-9);
   assert.equal(s3.withServer, true);
+  assert.equal(s3.fits, false, "1.73 s against the target's 1.05 s");
   assert.equal(cpuBound(row, undefined, 2), null, "a ≥ target has no time to fit in");
   assert.equal(cpuBound({ ...row, unit: "MB/s" }, 1.3, 2), null);
   assert.equal(cpuBound({ ...row, cpu: [] }, 1.3, 2), null, "no GNU time, no CPU");
@@ -296,13 +298,16 @@ test("cpuBound spreads the median CPU, with a server's, over the cores; only for
 });
 
 test("cpuBoundNote tells a miss by waiting from a miss by work, and says nothing of a met row", () => {
-  const bound = { seconds: 1.95, targetSeconds: 1.96, cores: 2, withServer: false };
+  const bound = { seconds: 1.95, targetSeconds: 1.96, cores: 2, withServer: false, fits: true };
   assert.equal(
     cpuBoundNote(bound, false),
     "not CPU-bound: distributor's 3.90 s of CPU take at least 1.95 s on 2 cores, within the target's 1.96 s: the miss is time a core waited",
   );
   assert.equal(
-    cpuBoundNote({ ...bound, seconds: 2.39, targetSeconds: 1.93, withServer: true }, false),
+    cpuBoundNote(
+      { ...bound, seconds: 2.39, targetSeconds: 1.93, withServer: true, fits: false },
+      false,
+    ),
     "CPU-bound: distributor's and the server's 4.78 s of CPU take at least 2.39 s on 2 cores, past the target's 1.93 s: only less CPU meets it",
   );
   assert.equal(cpuBoundNote(bound, true), null);

@@ -353,6 +353,8 @@ export interface CpuBound {
   cores: number;
   /** Whether a server's CPU is counted in. */
   withServer: boolean;
+  /** seconds ≤ targetSeconds: the CPU fitted, and a miss was waiting, not work. */
+  fits: boolean;
 }
 
 /**
@@ -384,13 +386,9 @@ export function cpuBound(
   if (row.unit !== "s" || ratioMax === undefined || row.anchorMedian === null) return null;
   if (cpu.length === 0 || !(cores > 0)) return null;
   const withServer = serverCpu.length > 0;
-  const total = median(cpu) + (withServer ? median(serverCpu) : 0);
-  return {
-    seconds: total / cores,
-    targetSeconds: ratioMax * row.anchorMedian,
-    cores,
-    withServer,
-  };
+  const seconds = (median(cpu) + (withServer ? median(serverCpu) : 0)) / cores;
+  const targetSeconds = ratioMax * row.anchorMedian;
+  return { seconds, targetSeconds, cores, withServer, fits: seconds <= targetSeconds };
 }
 
 /**
@@ -405,7 +403,7 @@ export function cpuBoundNote(bound: CpuBound | null, met: boolean | null): strin
   const cpu = (bound.seconds * bound.cores).toFixed(2);
   const took = `${whose} ${cpu} s of CPU take at least ${bound.seconds.toFixed(2)} s on ${bound.cores} cores`;
   const target = `the target's ${bound.targetSeconds.toFixed(2)} s`;
-  return bound.seconds <= bound.targetSeconds
+  return bound.fits
     ? `not CPU-bound: ${took}, within ${target}: the miss is time a core waited`
     : `CPU-bound: ${took}, past ${target}: only less CPU meets it`;
 }

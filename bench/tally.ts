@@ -125,7 +125,7 @@ export function tally(results: readonly BenchResults[]): TalliedRow[] {
         entry.cpuBound = {
           ...share,
           runs: (entry.cpuBound?.runs ?? 0) + 1,
-          within: (entry.cpuBound?.within ?? 0) + (bound.seconds <= bound.targetSeconds ? 1 : 0),
+          within: (entry.cpuBound?.within ?? 0) + (bound.fits ? 1 : 0),
         };
       }
       const ownFloor = vsFloor.get(caseId(row));
