@@ -319,5 +319,12 @@ destinations:
       "  destinations.site.pth: unknown key",
     ]);
     assert.match(lines[3] ?? "", /configuration\.md/);
+    // The same lines, marked as the message's own for the human output.
+    assert.deepEqual(error.lines, lines);
+    const yaml = await configErrorOf(
+      "pipelines: {}\npipelines: {}\ndestinations: {}\ndestinations: {}\n",
+    );
+    assert.equal(yaml.lines?.length, 4, "a head, two problems and the advice");
+    assert.deepEqual(yaml.lines, yaml.message.split("\n"));
   });
 });

@@ -90,13 +90,19 @@ export function problemsFromZod(issues: readonly z.core.$ZodIssue[]): ConfigProb
   return out;
 }
 
-/** One `config_invalid` error listing every problem on its own line; `paths` are the key paths. */
+/**
+ * One `config_invalid` error listing every problem on its own line (its
+ * `lines`, see DistributorErrorOptions); `paths` are the key paths.
+ */
 export function configError(file: string, problems: readonly ConfigProblem[]): DistributorError {
   const count = problems.length === 1 ? "1 problem" : `${problems.length} problems`;
-  const lines = problems.map((problem) => `  ${problem.path}: ${problem.message}`);
-  return new DistributorError(
-    "config_invalid",
-    `Invalid configuration in ${file} (${count}):\n${lines.join("\n")}\nFix the keys above; docs/configuration.md describes every key.`,
-    { paths: [...new Set(problems.map((problem) => problem.path))] },
-  );
+  const lines = [
+    `Invalid configuration in ${file} (${count}):`,
+    ...problems.map((problem) => `  ${problem.path}: ${problem.message}`),
+    "Fix the keys above; docs/configuration.md describes every key.",
+  ];
+  return new DistributorError("config_invalid", lines.join("\n"), {
+    paths: [...new Set(problems.map((problem) => problem.path))],
+    lines,
+  });
 }

@@ -216,14 +216,12 @@ function _parseYaml(text: string, file: string): unknown {
       );
     }
   }
-  const lines = problems.map(
-    (problem) => `  ${at(problem.pos[0])}: ${_yamlProblem(problem, text)}`,
-  );
-  throw new DistributorError(
-    "config_invalid",
-    `Invalid YAML in ${file}:\n${lines.join("\n")}\nFix the syntax at the line and column shown.`,
-    { paths: [file] },
-  );
+  const lines = [
+    `Invalid YAML in ${file}:`,
+    ...problems.map((problem) => `  ${at(problem.pos[0])}: ${_yamlProblem(problem, text)}`),
+    "Fix the syntax at the line and column shown.",
+  ];
+  throw new DistributorError("config_invalid", lines.join("\n"), { paths: [file], lines });
 }
 
 /** The parser's message, in terms of the file rather than of the parser's API. */

@@ -93,8 +93,9 @@ describe("formatError", () => {
     const style = { color: false };
     const named = formatError({ code: "storage_error", message: "failed", paths: ["a\nb"] }, style);
     assert.deepEqual(named, ["error [storage_error] failed", "  a\\x0ab"]);
+    const lines = ["Invalid configuration:", "  a: bad"];
     const config = formatError(
-      { code: "config_invalid", message: "Invalid configuration:\n  a: bad", paths: ["a"] },
+      { code: "config_invalid", message: lines.join("\n"), paths: ["a"], lines },
       style,
     );
     assert.deepEqual(config, ["error [config_invalid] Invalid configuration:\n  a: bad"]);

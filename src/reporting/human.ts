@@ -101,15 +101,11 @@ export function formatError(
   },
   style: Style,
 ): string[] {
-  // A config_invalid message has lines of its own (one per problem of the
-  // operator's own file), and a listed error says which its lines are; any
-  // other message can quote names from storage, and stays on one line.
-  const message =
-    error.code === "config_invalid"
-      ? error.message
-      : error.lines
-        ? error.lines.map(oneLine).join("\n")
-        : oneLine(error.message);
+  // A message that lists problems or items says which its lines are (a
+  // config file's problems, a bundle's bad files); each is still shown on
+  // one line. Any other message can quote names from storage, or keys from
+  // the config, and stays on one line.
+  const message = error.lines ? error.lines.map(oneLine).join("\n") : oneLine(error.message);
   const lines = [`${paint(`error [${error.code}]`, "red", style)} ${message}`];
   if (error.paths.every((path) => error.message.includes(path))) return lines;
   const shown = error.paths.slice(0, DETAIL_LIMIT);
