@@ -13,6 +13,7 @@ import { DISTRIBUTOR_VERSION } from "../version.js";
 /** The transform's own modules (compiled), next to this one. */
 const RENDERER_MODULES = [
   "markdown-to-html.js",
+  "_gfm-autolinks.js",
   "links.js",
   "style.js",
   "planned-outputs.js",

@@ -143,7 +143,7 @@ describe("renderMarkdownToHtml markdown", () => {
     );
   });
 
-  test("the link shortcuts (narrowed tests, one-run http rule, links as written) change no output", () => {
+  test("the links-as-written shortcuts change no output", () => {
     // Pieces that make or almost make a link, in any case, escaped, encoded,
     // inside markup, or split across lines and table cells.
     const pieces = [
@@ -200,7 +200,6 @@ describe("renderMarkdownToHtml markdown", () => {
     for (const allowHtml of [false, true]) {
       const narrowed = createRenderer(allowHtml);
       const reference = createRenderer(allowHtml, false);
-      // Several links in one text: the http rule is asked about each place twice.
       const several = "see https://a.test/x and http://b.test, then https://a.test/x again";
       assert.equal(narrowed.render(several), reference.render(several));
       assert.equal(narrowed.render(several).match(/<a href/g)?.length, 3);

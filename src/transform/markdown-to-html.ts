@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import type MarkdownIt from "markdown-it";
 import type Token from "markdown-it/lib/token.mjs";
 import { DistributorError } from "../errors.js";
+import { createGfmLinkifier } from "./_gfm-autolinks.js";
 import { DOCUMENT_STYLE } from "./style.js";
 
 export interface RenderMarkdownOptions {
@@ -55,90 +56,6 @@ export function isSafeUrl(url: string): boolean {
     // Malformed percent-encoding: the undecoded form was checked above.
   }
   return !FORBIDDEN_SCHEME.test(decoded);
-}
-
-/**
- * GFM autolinks: scheme URLs, emails and "www." hosts. linkify-it's fuzzy
- * mode would also turn file names like "report.md" (.md is a TLD) into
- * links, so it is off. Nor does GFM link protocol-relative "//host/path",
- * which linkify-it does by default (its "//" schema, which also ran a second
- * time on every "https://" URL).
- */
-function linkifyAsGfm(md: MarkdownIt, shortcuts: boolean): void {
-  let tail: RegExp | undefined;
-  md.linkify.set({ fuzzyLink: false });
-  md.linkify.add("//", null);
-  md.linkify.add("www.", {
-    validate(text, pos, self) {
-      tail ??= new RegExp(`^${reOf(self).src_host_port_strict}${reOf(self).src_path}`, "i");
-      return tail.exec(text.slice(pos))?.[0].length ?? 0;
-    },
-    normalize(match) {
-      match.url = `http://${match.url}`;
-    },
-  });
-  if (shortcuts) oneRunHttpRule(md);
-}
-
-function reOf(self: unknown): Record<string, string> {
-  return (self as { re: Record<string, string> }).re;
-}
-
-/**
- * linkify-it's own rule for `http:` (and `https:`, `ftp:`, its aliases) with
- * its regex run once per link instead of four times: the rule tests and
- * then matches the same regex, and markdown-it asks it twice per link (its
- * `test`, then its `match`). The same regex, its answer kept for the second
- * question about the same place in the same text (the rule is a pure
- * function of both). The regex is built from linkify-it's `re` parts as its
- * own rule builds it (linkify-it 5.0); the test compares the output with
- * the library's rule on generated text. On the benchmark's 1,000 documents
- * that regex took 4 % of rendering (test: "the link shortcuts").
- */
-function oneRunHttpRule(md: MarkdownIt): void {
-  let http: RegExp | undefined;
-  let last = { text: "", pos: -1, length: 0 };
-  md.linkify.add("http:", {
-    validate(text, pos, self) {
-      if (pos === last.pos && text === last.text) return last.length;
-      const re = reOf(self);
-      http ??= new RegExp(`^\\/\\/${re.src_auth}${re.src_host_port_strict}${re.src_path}`, "i");
-      const length = http.exec(text.slice(pos))?.[0].length ?? 0;
-      last = { text, pos, length };
-      return length;
-    },
-  });
-}
-
-/**
- * Whether linkify-it could find a link in `text` with this renderer's
- * settings: it holds a scheme's colon (`http:`, `https:`, `ftp:`,
- * `mailto:`), `www.` (the schema added above, any case) or an email's `@`.
- * Fuzzy links and protocol-relative ones, which need none of them, are off.
- * Two `includes` and a literal regex: a fifth faster than one regex with
- * the alternatives.
- */
-function mayHoldLink(text: string): boolean {
-  return text.includes(":") || text.includes("@") || WWW.test(text);
-}
-const WWW = /www\./i;
-
-/**
- * Put that check before linkify-it's own pretest, which markdown-it runs on
- * every paragraph, heading and table cell, and before its test, which it
- * then runs on every piece of text in them. The pretest also looks for host
- * names such as `report.md` (fuzzy links, which are off here), so it passes
- * on most prose and the slower full test runs on every text of it: on the
- * benchmark's 1,000 documents the pretest passed 14,746 blocks, this check
- * 4,278, and rendering took 0.47-0.58 s instead of 0.56-0.66 s (six cold
- * processes each). The check only skips texts in which no link can be
- * found, so the output is the same (test: "the link shortcuts").
- */
-function narrowLinkTests(md: MarkdownIt): void {
-  const pretest = md.linkify.pretest.bind(md.linkify);
-  md.linkify.pretest = (text) => mayHoldLink(text) && pretest(text);
-  const test = md.linkify.test.bind(md.linkify);
-  md.linkify.test = (text) => mayHoldLink(text) && test(text);
 }
 
 /**
@@ -234,19 +151,18 @@ let MarkdownItClass: typeof MarkdownIt | undefined;
 
 /**
  * A markdown-it instance set up as this transform renders. Exported for the
- * test that compares it with one without the shortcuts in its link rules
- * (`shortcuts: false`: linkify-it's own tests and `http:` rule, and
- * markdown-it's own `normalizeLink`).
+ * test that compares it with one without the links-as-written shortcuts
+ * (`shortcuts: false`: markdown-it's own `normalizeLink` and
+ * `normalizeLinkText`).
  */
 export function createRenderer(allowHtml: boolean, shortcuts = true): MarkdownIt {
   MarkdownItClass ??= createRequire(import.meta.url)("markdown-it") as typeof MarkdownIt;
   const md = new MarkdownItClass("commonmark", { html: allowHtml, linkify: true });
   md.enable(["table", "strikethrough", "linkify"]);
-  linkifyAsGfm(md, shortcuts);
-  if (shortcuts) {
-    narrowLinkTests(md);
-    linksAsWrittenShortcut(md);
-  }
+  // The four methods markdown-it's linkify rules call find GFM's autolinks,
+  // not linkify-it's (_gfm-autolinks.ts says why).
+  Object.assign(md.linkify, createGfmLinkifier());
+  if (shortcuts) linksAsWrittenShortcut(md);
   headingIds(md);
   md.validateLink = isSafeUrl;
   md.renderer.rules.link_open = (tokens, idx, options, env: RenderEnv, self) => {
