@@ -190,6 +190,25 @@ describe("GFM autolinks", () => {
     ]);
   });
 
+  // linkify-it, as set up before, took 12 s for 64 KB of "www." and grew
+  // with the square of the length; every scan here moves forward. The
+  // timeout only catches a hang: each input renders in well under a second.
+  test("long runs of link-like text render in one pass", { timeout: 60_000 }, () => {
+    const inputs: ReadonlyArray<readonly [string, number]> = [
+      ["www.".repeat(100_000), 1],
+      ["www.x ".repeat(50_000), 50_000],
+      ["a@".repeat(100_000), 0],
+      ["http://".repeat(50_000), 1],
+      [`x@${"a.".repeat(100_000)}-`, 0],
+      [`www.x.org/${")".repeat(100_000)}`, 1],
+      [`www.x.org/${"&a;".repeat(50_000)}`, 1],
+    ];
+    for (const [text, links] of inputs) {
+      const html = md.render(text);
+      assert.equal(html.split("<a href").length - 1, links, `${text.slice(0, 20)}…`);
+    }
+  });
+
   test("on generated text, links are in order, apart, as written, and end as GFM ends them", () => {
     const pieces = [
       "https://",

@@ -8,8 +8,9 @@
  * top-level domains; it kept a trailing `_` or `~` in a URL, so
  * `~~https://example.com~~` came out as a link to `https://example.com~~`
  * and no strikethrough; it cut `www.x.org/a?q=(b))+c` at the first
- * unbalanced parenthesis. And it cost about a fifth of rendering
- * (docs/performance.md, case 7). No maintained markdown-it plugin does GFM's
+ * unbalanced parenthesis. Set up for GFM, its scan of `www.` took time
+ * growing with the square of a run's length (64 KB of "www." took 12 s).
+ * And it cost about a fifth of rendering (docs/performance.md, case 7). No maintained markdown-it plugin does GFM's
  * autolinks; the grammar is small and exactly specified, so it is here.
  *
  * Where the spec is silent or loose, this follows cmark-gfm, GitHub's own
