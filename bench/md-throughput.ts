@@ -9,7 +9,9 @@
  *   --mode gfm          the same with markdown-it set up for the syntax SPEC §4
  *                       asks for (CommonMark, GFM tables, strikethrough and
  *                       autolinks), through its own options only: what the
- *                       library costs before distributor adds anything.
+ *                       library costs before distributor adds anything. Its
+ *                       autolinks are linkify-it's, close to GFM's but not
+ *                       the same (the transform has its own since item 66).
  *
  * Both read the same files from the page cache, `--passes` times.
  */
@@ -55,8 +57,9 @@ function pipeline(): PipelineConfig {
 /**
  * The syntax of SPEC §4 with markdown-it's own switches. Autolinks are
  * linkify-it's scheme, `//` and e-mail links; fuzzy links (any `name.tld`)
- * are off, as in the transform, since GFM does not link `report.md`. The
- * transform's `www.` rule is not here: the library has no switch for it.
+ * are off, since GFM does not link `report.md`. GFM's `www.` links are not
+ * here: the library has no switch for them. The transform finds GFM's
+ * autolinks with its own scanner instead (src/transform/_gfm-autolinks.ts).
  */
 function gfmMarkdownIt(): MarkdownIt {
   const md = new MarkdownIt("commonmark", { html: false, linkify: true });
