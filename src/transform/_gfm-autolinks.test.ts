@@ -160,6 +160,13 @@ describe("GFM autolinks", () => {
     );
   });
 
+  test("an address never reaches back into the link before it", () => {
+    assert.deepEqual(
+      findAutolinks("a@b.example@c.example").map((link) => link.raw),
+      ["a@b.example"],
+    );
+  });
+
   test("findAutolinks reports each link's place, text, URL and scheme", () => {
     const text = "a www.x.org, b@c.de; HTTPS://y.test/p.";
     assert.deepEqual(findAutolinks(text), [
