@@ -74,7 +74,22 @@ export function listedError(
   text: { head: string; items: readonly string[]; advice: string },
   options: Omit<DistributorErrorOptions, "lines"> = {},
 ): DistributorError {
-  const lines = [text.head, ...text.items.map((item) => `  - ${item}`), text.advice];
+  return linedError(
+    code,
+    [text.head, ...text.items.map((item) => `  - ${item}`), text.advice],
+    options,
+  );
+}
+
+/**
+ * An error whose message is `lines`, one per line (DistributorErrorOptions.lines):
+ * the one place that joins them, so the message and its lines always agree.
+ */
+export function linedError(
+  code: ErrorCode,
+  lines: readonly string[],
+  options: Omit<DistributorErrorOptions, "lines"> = {},
+): DistributorError {
   return new DistributorError(code, lines.join("\n"), { ...options, lines });
 }
 

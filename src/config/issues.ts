@@ -4,7 +4,7 @@
  * become one `config_invalid` error, so a user fixes everything in one pass.
  */
 import type { z } from "zod";
-import { DistributorError } from "../errors.js";
+import { type DistributorError, linedError } from "../errors.js";
 
 export type KeyPath = ReadonlyArray<PropertyKey>;
 
@@ -101,8 +101,7 @@ export function configError(file: string, problems: readonly ConfigProblem[]): D
     ...problems.map((problem) => `  ${problem.path}: ${problem.message}`),
     "Fix the keys above; docs/configuration.md describes every key.",
   ];
-  return new DistributorError("config_invalid", lines.join("\n"), {
+  return linedError("config_invalid", lines, {
     paths: [...new Set(problems.map((problem) => problem.path))],
-    lines,
   });
 }

@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
-import { DistributorError } from "../errors.js";
+import { DistributorError, linedError } from "../errors.js";
 import { interpolateEnv } from "./interpolate.js";
 import {
   type ConfigProblem,
@@ -221,7 +221,7 @@ function _parseYaml(text: string, file: string): unknown {
     ...problems.map((problem) => `  ${at(problem.pos[0])}: ${_yamlProblem(problem, text)}`),
     "Fix the syntax at the line and column shown.",
   ];
-  throw new DistributorError("config_invalid", lines.join("\n"), { paths: [file], lines });
+  throw linedError("config_invalid", lines, { paths: [file] });
 }
 
 /** The parser's message, in terms of the file rather than of the parser's API. */
