@@ -142,10 +142,14 @@ function headingIds(md: MarkdownIt): void {
 }
 
 /**
- * markdown-it, loaded on the first render: a rerun whose documents are all in
- * the render cache renders nothing, and loading it is a measurable part of a
- * run's start-up. Its CommonJS build (the same code, bundled in one file)
- * loads in about a third of the time of its ES modules (21 ms against 60 ms).
+ * markdown-it, loaded on the first render: a rerun whose documents are all
+ * in the render cache renders nothing, and loading it is a measurable part
+ * of a run's start-up. It is pinned at 14.3.3: 15.0.3's published build
+ * renders M's documents about a third slower, each class field an
+ * `Object.defineProperty` call (docs/performance.md, the end of "Tried and
+ * dropped", has the numbers and what the port needs). Its CommonJS build
+ * (the same code, bundled in one file) loads in about a third of the time
+ * of its ES modules (21 ms against 60 ms).
  */
 let MarkdownItClass: typeof MarkdownIt | undefined;
 
