@@ -4,7 +4,7 @@
  * written. No error may print a stack trace.
  */
 import assert from "node:assert/strict";
-import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { MACHINE_ID } from "../src/storage/_lock-file.js";
@@ -135,6 +135,96 @@ describe("usage", () => {
     assertErrorOnly(json, "usage");
     assert.match(json.error?.message ?? "", /nope/);
     assert.equal(await exists(s.root), false);
+  });
+});
+
+describe("a source bundle and a destination root that overlap: usage, nothing read or written", () => {
+  /** Every file under `dir` with its bytes: what a refused run must leave as it was. */
+  async function snapshot(dir: string): Promise<Record<string, string>> {
+    const files: Record<string, string> = {};
+    for (const file of await listFiles(dir))
+      files[file] = await readFile(path.join(dir, file), "utf8");
+    return files;
+  }
+
+  /** run (also --force and --dry-run) and validate all refuse it, and the bundle stays as it was. */
+  async function assertRefused(
+    s: Awaited<ReturnType<typeof scenario>>,
+    said: RegExp,
+    runArgs: readonly string[] = [],
+    bundle = path.join(s.base, "bundle"),
+  ): Promise<void> {
+    const before = await snapshot(bundle);
+    for (const args of [
+      [...runArgs],
+      [...runArgs, "--dry-run"],
+      [...runArgs, "--force", "--pipeline", "site", "--destination", "web"],
+    ]) {
+      const { code, json, stderr } = await s.runJson(args);
+      assert.equal(code, 2, args.join(" "));
+      assertErrorOnly(json, "usage");
+      assert.match(json.error?.message ?? "", said);
+      assert.equal(hasStackTrace(stderr), false, stderr);
+    }
+    const human = await s.run(runArgs);
+    assert.equal(human.code, 2);
+    assert.match(human.stderr, /usage/);
+    const validated = await runCliJson<RunJson>(["validate", "--config", s.config, ...runArgs]);
+    assert.equal(validated.code, 2);
+    assertErrorOnly(validated.json, "usage");
+    assert.deepEqual(await snapshot(bundle), before, "the bundle is never modified");
+  }
+
+  test("the root is the bundle", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "bundle") } },
+    }));
+    await assertRefused(s, /is the pipeline's source bundle/);
+  });
+
+  test("the root is inside the bundle, spelt through a symlink to it", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "alias"), path: "out/site" } },
+    }));
+    await symlink(path.join(s.base, "bundle"), path.join(s.base, "alias"));
+    await assertRefused(s, /is inside the pipeline's source bundle/);
+    assert.equal(await exists(path.join(s.base, "bundle/out")), false);
+  });
+
+  test("the bundle is inside the root, from the config or from --source", async () => {
+    const inRoot = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "public/incoming"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "public") } },
+    }));
+    await writeBundle(path.join(inRoot.base, "public/incoming"), SITE_FILES, { id: "site.v1" });
+    const before = await snapshot(inRoot.root);
+    for (const args of [[], ["--force", "--pipeline", "site", "--destination", "web"]]) {
+      const { code, json } = await inRoot.runJson(args);
+      assert.equal(code, 2, args.join(" "));
+      assertErrorOnly(json, "usage");
+      assert.match(json.error?.message ?? "", /is inside the destination root/);
+    }
+    assert.deepEqual(await snapshot(inRoot.root), before, "--force deleted nothing");
+
+    // --source spells the root through a symlink to it.
+    const s = await scenario();
+    const drop = path.join(s.root, "drop");
+    await writeBundle(drop, SITE_FILES, { id: "site.v1" });
+    await symlink(s.root, path.join(s.base, "alias"));
+    const spelt = path.join(s.base, "alias", "drop");
+    await assertRefused(s, /is inside the destination root/, ["--source", spelt], drop);
+  });
+
+  test("folders that only share the start of a name are apart", async () => {
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: { web: { root: path.join(base, "bundle-site") } },
+    }));
+    const { code, json } = await s.runJson();
+    assert.equal(code, 0, JSON.stringify(json));
+    assert.deepEqual(await publishedFiles(path.join(s.base, "bundle-site")), SITE_OUTPUTS);
   });
 });
 

@@ -4,7 +4,7 @@
  * the pure planner; this module only gathers its inputs and carries out its output.
  */
 
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import path from "node:path";
 import {
   KEEP_MAX_FILE_BYTES,
@@ -28,6 +28,7 @@ import { formatTimestamp } from "../timestamps.js";
 import { planOutputs, renderDeferred } from "../transform/planned-outputs.js";
 import { RenderCache } from "../transform/render-cache.js";
 import { DISTRIBUTOR_VERSION } from "../version.js";
+import { assertSourceApart, realFolder } from "./_source-apart.js";
 import { applyPlan, ForceClearError } from "./apply-plan.js";
 import { EarlyStates } from "./early-state.js";
 import { withLocks } from "./locks.js";
@@ -96,6 +97,10 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     pipelines: options.pipelines,
     destinations: options.destinations,
   });
+  for (const { pipeline, destination } of pairs) {
+    const dir = options.source ?? pipeline.source;
+    if (dir !== undefined) assertSourceApart(pipeline.id, dir, destination);
+  }
   const renderCache = RenderCache.fromEnv(options.env ?? process.env);
   // Opening a driver reads and writes nothing at the destination; it happens
   // now so that the filesystem roots' states can be read while the sources
@@ -130,22 +135,6 @@ export async function run(options: RunOptions = {}): Promise<RunReport> {
     early.close();
     // A dry run writes nothing, not even the cache (it still reads it).
     if (!options.dryRun) renderCache?.save();
-  }
-}
-
-/**
- * `dir` with every symlink on the way resolved; a part that does not exist
- * yet (the run creates it) is kept as written below the deepest one that does.
- */
-function realFolder(dir: string): string {
-  const rest: string[] = [];
-  for (let at = dir; ; at = path.dirname(at)) {
-    try {
-      return path.join(realpathSync.native(at), ...rest);
-    } catch {
-      if (path.dirname(at) === at) return dir;
-      rest.unshift(path.basename(at));
-    }
   }
 }
 
