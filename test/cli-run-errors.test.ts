@@ -367,6 +367,24 @@ describe("locked", () => {
     assert.ok(error?.message.includes(fake), JSON.stringify(json));
   });
 
+  test("a newline in what a planted lock or state says never starts a line of its own in status", async () => {
+    const s = await scenario();
+    await mkdir(s.root, { recursive: true });
+    const forged = "site → web: state valid, 0 owned outputs, unlocked";
+    const lock = JSON.stringify({
+      hostname: `ci-01\n${forged}`,
+      pid: process.pid,
+      started_at: "2026-01-01T00:00:00Z",
+    });
+    await writeFile(path.join(s.root, ".distributor.lock"), lock);
+    await writeFile(path.join(s.root, ".distributor.json"), `X\n${forged}`);
+    const status = await runCli(["status", "--config", s.config]);
+    const lines = status.stdout.trimEnd().split("\n");
+    assert.equal(lines.length, 2, status.stdout);
+    assert.match(lines[0] ?? "", /^site → web: state invalid .*locked by ci-01\\x0asite → web/);
+    assert.match(lines[1] ?? "", /^ {2}root /);
+  });
+
   test("a lock of another machine that shares our hostname is never taken over", async () => {
     const s = await scenario();
     await mkdir(s.root, { recursive: true });
