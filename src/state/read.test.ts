@@ -102,6 +102,16 @@ describe("classifyState: classes", () => {
     });
   }
 
+  // Past 2^53 JSON.parse rounds, but to whole numbers still above 4 (SPEC §5).
+  for (const written of ["9007199254740993", "1e300"]) {
+    test(`schema_version ${written} is unsupported`, () => {
+      assert.deepEqual(classifyState(text(`{"schema_version": ${written}}`)), {
+        class: "unsupported",
+        schemaVersion: JSON.parse(written) as number,
+      });
+    });
+  }
+
   test("a symlink or directory at the state path is invalid", () => {
     const result = classifyState({ notAFile: true });
     assert.equal(result.class, "invalid");

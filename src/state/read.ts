@@ -43,7 +43,10 @@ export function classifyState(input: StateInput): ClassifiedState {
   }
   const version = (document as { schema_version?: unknown }).schema_version;
   if (version === undefined) return { class: "invalid", reason: "schema_version: missing" };
-  if (!Number.isSafeInteger(version) || (version as number) < 1) {
+  // Any whole number, not only the safe ones: SPEC §5 makes every integer
+  // above 4 `unsupported`, and JSON.parse rounds 9007199254740993 to an even
+  // neighbour that is still whole.
+  if (!Number.isInteger(version) || (version as number) < 1) {
     return { class: "invalid", reason: "schema_version: not a positive integer" };
   }
   const schemaVersion = version as number;
