@@ -221,6 +221,7 @@ describe("prune --apply", () => {
       result.json.failed.map((entry) => entry.path),
       ["alpha/one.txt"],
     );
+    assert.match(result.json.failed[0]?.message ?? "", /one\.txt is a folder that holds inside,/);
     assert.deepEqual(result.json.deleted, ["alpha/deep/three.txt", "alpha/two.txt"]);
     assert.deepEqual(ownedPaths(await readValidState(root), "alpha", "site-a"), ["alpha/one.txt"]);
     const human = await runCli(["prune", ...ALPHA, ...FUTURE, "--apply"], { cwd: dir });

@@ -26,6 +26,7 @@ import { ancestorsOf, LOCK_FILE, STATE_FILE } from "../paths.js";
 import { acquireFsLock, describeFsLock } from "./_fs-lock.js";
 import {
   checkAncestors,
+  longNameProblem,
   nonFolderOnPath,
   resolveInside,
   storageError,
@@ -107,6 +108,7 @@ export function createFilesystemDriver(options: FilesystemDriverOptions): Storag
     deleteAll: () => deleteEverything(root),
     acquireLock: (lockOptions = {}) => acquireFsLock(root, lockOptions),
     readLock: () => describeFsLock(root),
+    pathProblem: longNameProblem,
   } satisfies StorageDriver;
   return driver;
 }
@@ -351,7 +353,9 @@ async function removeEmptyTree(root: string, folder: string): Promise<void> {
   const emptyTree = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       if (!entry.isDirectory()) {
-        const error = new Error(`${path.join(absolute, entry.name)} is not an empty folder`);
+        const error = new Error(
+          `${absolute} is a folder that holds ${entry.name}, not only empty folders`,
+        );
         throw Object.assign(error, { code: "ENOTEMPTY" });
       }
       await removeEmptyTree(root, `${folder}/${entry.name}`);
