@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -244,6 +245,27 @@ describe("loadConfig: which file", () => {
       loadConfig({ cwd: dir, env: {}, file: "." }),
       /\(given with --config\) is a directory/,
     );
+  });
+
+  // The timeout only catches a hang: refused, each takes milliseconds.
+  test("a FIFO or a device is refused at once, never waited on or read without end", {
+    timeout: 20_000,
+  }, async () => {
+    const dir = await withConfig(MINIMAL);
+    const fifo = path.join(dir, "config.fifo");
+    execFileSync("mkfifo", [fifo]);
+    for (const [file, env] of [
+      [fifo, {}],
+      ["/dev/zero", {}],
+      [undefined, { DISTRIBUTOR_CONFIG: fifo }],
+    ] as const) {
+      await assert.rejects(loadConfig({ cwd: dir, env, file }), (error) => {
+        assert.ok(error instanceof DistributorError);
+        assert.equal(error.code, "config_invalid");
+        assert.match(error.message, /is not a regular file \(a FIFO, a device or a socket\)/);
+        return true;
+      });
+    }
   });
 });
 

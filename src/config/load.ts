@@ -3,7 +3,8 @@
  * interpolate `${NAME}`, schema-check, normalize, cross-field rules. Every failure
  * is one `config_invalid` error naming each bad key path.
  */
-import { readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { DistributorError, linedError } from "../errors.js";
@@ -143,7 +144,7 @@ const ORIGIN_TEXT: Record<FileOrigin, string> = {
 async function _readConfigFile(file: string, origin: FileOrigin): Promise<string> {
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    bytes = await _readRegularFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =
@@ -151,7 +152,9 @@ async function _readConfigFile(file: string, origin: FileOrigin): Promise<string
         ? "does not exist"
         : code === "EISDIR"
           ? "is a directory, not a file"
-          : `cannot be read (${code ?? String(error)})`;
+          : code === NOT_A_FILE
+            ? "is not a regular file (a FIFO, a device or a socket)"
+            : `cannot be read (${code ?? String(error)})`;
     throw new DistributorError(
       "config_invalid",
       `Configuration file ${file} (${ORIGIN_TEXT[origin]}) ${reason}. Create it, or choose another file with --config FILE or the ${CONFIG_ENV_VAR} environment variable.`,
@@ -168,6 +171,26 @@ async function _readConfigFile(file: string, origin: FileOrigin): Promise<string
       `Configuration file ${file} (${ORIGIN_TEXT[origin]}) is not valid UTF-8 text (line ${_firstBadLine(bytes)}). Save it as UTF-8.`,
       { paths: [file] },
     );
+  }
+}
+
+const NOT_A_FILE = "ENOTREGULAR";
+
+/**
+ * The bytes of `file`, which must be a regular file (a symlink to one is
+ * fine). Opened with O_NONBLOCK: a FIFO named as the config would otherwise
+ * hang the open until something wrote to it, and a device such as
+ * /dev/zero would be read without end.
+ */
+async function _readRegularFile(file: string): Promise<Buffer> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stats = await handle.stat();
+    if (stats.isDirectory()) throw Object.assign(new Error(file), { code: "EISDIR" });
+    if (!stats.isFile()) throw Object.assign(new Error(file), { code: NOT_A_FILE });
+    return await handle.readFile();
+  } finally {
+    await handle.close();
   }
 }
 
