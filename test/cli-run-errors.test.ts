@@ -433,6 +433,34 @@ async function assertStorageErrorSaying(
 }
 
 describe("storage_error", () => {
+  test("a rendered page whose name is too long for a folder: refused before anything is written, dry run too", async () => {
+    // 252 + ".md" is a name the bundle's own folder holds; + ".html" is 257 bytes.
+    const long = `${"s".repeat(252)}.md`;
+    const s = await scenario();
+    await writeBundle(path.join(s.base, "bundle"), { ...SITE_FILES, [`docs/${long}`]: "# Hi\n" });
+    for (const args of [[], ["--dry-run"]]) {
+      const { code, json, stderr } = await s.runJson(args);
+      assert.equal(code, 1, args.join(" "));
+      assertErrorOnly(json, "storage_error");
+      assert.match(
+        json.error?.message ?? "",
+        /is 257 bytes, and a folder holds names of at most 255/,
+      );
+      assert.deepEqual(json.error?.paths, [`docs/${"s".repeat(252)}.html`]);
+      assert.equal(hasStackTrace(stderr), false, stderr);
+    }
+    assert.equal(await exists(s.root), false, "nothing written, not even the root");
+    // One byte shorter fits, and publishes.
+    await rm(path.join(s.base, "bundle"), { recursive: true });
+    await writeBundle(path.join(s.base, "bundle"), {
+      ...SITE_FILES,
+      [`docs/${"s".repeat(250)}.md`]: "# Hi\n",
+    });
+    const fits = await s.runJson();
+    assert.equal(fits.code, 0, JSON.stringify(fits.json));
+    assert.equal(await exists(path.join(s.root, `docs/${"s".repeat(250)}.html`)), true);
+  });
+
   test("a destination root that is a regular file: exit 1, storage_error naming it, no stack", async () => {
     const s = await scenario();
     await writeFile(s.root, "not a directory\n");

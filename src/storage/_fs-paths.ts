@@ -27,6 +27,35 @@ export function unsafePathProblem(relPath: string): string | null {
   return shapeProblem(relPath);
 }
 
+/**
+ * The longest name a folder holds, in bytes: NAME_MAX on Linux's file
+ * systems (ext4, XFS, Btrfs, tmpfs) and on macOS's. A manifest's names exist
+ * in the bundle, but a derived one is longer (`x.md` → `x.html`, `x` →
+ * `x.html`), and written it would fail halfway through the apply, after the
+ * claim state recorded it. Some file systems hold less (eCryptfs about 143):
+ * there the write still fails as it reaches such a name.
+ */
+const NAME_MAX_BYTES = 255;
+/** Above this many UTF-16 units a name may exceed NAME_MAX_BYTES: UTF-8 takes at most 3 bytes a unit. */
+const NAME_MAX_UNITS = Math.floor(NAME_MAX_BYTES / 3);
+
+/**
+ * Why the root cannot hold a file at the clean path `relPath`
+ * (StorageDriver.pathProblem): a name longer than a folder holds. A length
+ * check first, so that the usual short path costs one comparison.
+ */
+export function longNameProblem(relPath: string): string | null {
+  if (relPath.length <= NAME_MAX_UNITS) return null;
+  for (const name of relPath.split("/")) {
+    if (name.length <= NAME_MAX_UNITS) continue;
+    const bytes = Buffer.byteLength(name);
+    if (bytes > NAME_MAX_BYTES) {
+      return `its name ${[...name].slice(0, 24).join("")}… is ${bytes} bytes, and a folder holds names of at most ${NAME_MAX_BYTES}`;
+    }
+  }
+  return null;
+}
+
 /** An absolute path, or an empty, `.` or `..` segment: what could lead out of a folder. */
 function shapeProblem(relPath: string): string | null {
   if (relPath.startsWith("/")) return "is absolute";
