@@ -4,11 +4,19 @@
  * written. No error may print a stack trace.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdir, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { MACHINE_ID } from "../src/storage/_lock-file.js";
-import { cleanupTempDirs, listFiles, runCli, runCliJson, writeBundle } from "./helpers/fixtures.js";
+import {
+  CLI,
+  cleanupTempDirs,
+  listFiles,
+  runCli,
+  runCliJson,
+  writeBundle,
+} from "./helpers/fixtures.js";
 import {
   deadPid,
   exists,
@@ -433,6 +441,61 @@ async function assertStorageErrorSaying(
 }
 
 describe("storage_error", () => {
+  test("a run that fails halfway, then the previous bundle again: every file it overwrote is restored, none skipped", async () => {
+    // Each text has one size in both versions: only the digest tells them apart.
+    const texts = (version: number) =>
+      Object.fromEntries(
+        Array.from({ length: 20 }, (_, i) => [
+          `a-${String(i).padStart(2, "0")}.txt`,
+          `v${version} ${i}\n`,
+        ]),
+      );
+    const s = await scenario();
+    const v1 = await s.bundle("v1", { ...texts(1), "big.bin": "small\n" }, "site.v1");
+    const v2 = await s.bundle(
+      "v2",
+      { ...texts(2), "big.bin": new Uint8Array(3_000_000).fill(7) },
+      "site.v2",
+    );
+    assert.equal((await s.runJson(["--source", v1])).code, 0);
+    // A file size limit (ulimit -f, in blocks of 512 or 1024 bytes) fails
+    // the write of big.bin with EFBIG, after the small files are written.
+    const failed = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const args = [CLI, "run", "--config", s.config, "--source", v2, "--json"];
+      const child = spawn(
+        "sh",
+        ["-c", 'ulimit -f 1000 && exec "$0" "$@"', process.execPath, ...args],
+        {
+          env: { ...process.env, NO_COLOR: "1" },
+          stdio: ["ignore", "pipe", "ignore"],
+        },
+      );
+      let stdout = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+      });
+      child.on("close", (code) => resolve({ code, stdout }));
+    });
+    assert.equal(failed.code, 1, failed.stdout);
+    const failedPair = onlyResult(JSON.parse(failed.stdout) as RunJson);
+    assert.equal(failedPair.error?.code, "storage_error", failed.stdout);
+    assert.deepEqual(failedPair.error?.paths, ["big.bin"]);
+    const names = Object.keys(texts(1));
+    const contents = async () =>
+      Promise.all(names.map((name) => readFile(path.join(s.root, name), "utf8")));
+    // The test means something only if the failed run overwrote files first.
+    assert.ok(
+      (await contents()).some((text) => text.startsWith("v2 ")),
+      "some v2 file was written",
+    );
+    const back = await s.runJson(["--source", v1]);
+    assert.equal(back.code, 0, JSON.stringify(back.json));
+    assert.notEqual(onlyResult(back.json).action, "skip_same");
+    assert.deepEqual(await contents(), Object.values(texts(1)));
+    const verify = await runCli(["verify", "--config", s.config]);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+
   test("a rendered page whose name is too long for a folder: refused before anything is written, dry run too", async () => {
     // 252 + ".md" is a name the bundle's own folder holds; + ".html" is 257 bytes.
     const long = `${"s".repeat(252)}.md`;

@@ -2,8 +2,10 @@
  * Applies one pair's RunPlan to its root, exactly as planned, in the crash-safe
  * order of SPEC §6:
  *
- *   1. claim state  — records every path about to be written (old digests kept
- *                     for overwritten paths), so a crash leaves no unmanaged file;
+ *   1. claim state  — records every path about to be written (an unknown digest
+ *                     for overwritten paths), so a crash or an error leaves no
+ *                     unmanaged file and no record that vouches for bytes it
+ *                     does not describe;
  *   2. deletes that clear the way — omitted outputs where an output needs the
  *                     place (a file where it needs a folder, or the reverse);
  *   3. outputs      — each an atomic write (temp + rename / one PUT; a new
@@ -101,7 +103,16 @@ export async function applyPlan(
   }
   if (plan.claimState && !claimed) {
     const claim = plan.claimState;
-    token = await unlessStopped(() => writeState(driver, claim, token));
+    // A claim that records new paths is fsync'd: lost to a power cut while
+    // the files it claims survived, they would be unmanaged, and only --force
+    // could clear them. One that only marks overwritten paths' digests
+    // unknown is not: a process killed at any point leaves it in the page
+    // cache, and one lost to a power cut leaves the old state, from which the
+    // same run still converges (SPEC §6 promises no more for a power cut
+    // before the final state's fsync; the outputs themselves are not
+    // fsync'd). It saves an update-only run an fsync of the whole state.
+    const durable = plan.changes.some((change) => change.change === "create");
+    token = await unlessStopped(() => writeState(driver, claim, token, durable));
   }
   // The claim still records these paths: killed after this, a rerun finds them
   // missing, drops their records as omitted, and writes the outputs.

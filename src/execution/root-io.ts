@@ -125,18 +125,21 @@ export async function readState(
 }
 
 /**
- * Replace the state durably (fsync'd before the rename is trusted), and only if
- * it is still the version read (`ifMatch`; `null` = there was none), so a writer
- * that slipped past the lock is detected, not overwritten. Returns the new token.
+ * Replace the state, and only if it is still the version read (`ifMatch`;
+ * `null` = there was none), so a writer that slipped past the lock is
+ * detected, not overwritten. Returns the new token. Durably (fsync'd before
+ * the rename is trusted) unless `durable` is false: see apply-plan.ts for
+ * the one state that is not.
  */
 export async function writeState(
   driver: StorageDriver,
   state: CatalogState,
   ifMatch: VersionToken | null,
+  durable = true,
 ): Promise<VersionToken> {
   return driver.write(
     STATE_FILE,
     { type: "bytes", bytes: serializeState(state) },
-    { ifMatch, durable: true, contentType: "application/json" },
+    { ifMatch, durable, contentType: "application/json" },
   );
 }

@@ -489,7 +489,7 @@ describe("planRun: records and timestamps", () => {
 });
 
 describe("planRun: the claim state (crash safety)", () => {
-  test("claims created paths and keeps every old record, including overwritten and deleted ones", () => {
+  test("claims created paths and keeps every old record, an overwritten one with an unknown digest", () => {
     const old = [
       record("a.txt", { content: "old a" }),
       record("gone.txt"),
@@ -505,12 +505,14 @@ describe("planRun: the claim state (crash safety)", () => {
     );
     assert.equal(plan.action, "replace_catalog");
     const claim = byPath(plan.claimState?.outputs);
-    for (const oldRecord of old) assert.deepEqual(claim.get(oldRecord.path), oldRecord);
+    const [overwritten, ...others] = old;
+    assert.deepEqual(claim.get("a.txt"), { ...overwritten, sha256: UNKNOWN_DIGEST });
+    for (const oldRecord of others) assert.deepEqual(claim.get(oldRecord.path), oldRecord);
     assert.deepEqual(claim.get("b.txt"), { ...record("b.txt"), created_at: NOW, updated_at: NOW });
     assert.equal(plan.claimState?.created_at, "2026-05-01T00:00:00Z");
   });
 
-  test("with only updates the old state already claims everything: no claim write", () => {
+  test("with only updates a claim is still written: the overwritten record's digest is unknown until the final state", () => {
     const plan = planRun(
       input({
         outputs: [A],
@@ -519,8 +521,49 @@ describe("planRun: the claim state (crash safety)", () => {
       }),
     );
     assert.equal(plan.action, "upsert_additive");
+    assert.equal(recordOf(plan, "a.txt", "claimState")?.sha256, UNKNOWN_DIGEST);
+    assert.equal(recordOf(plan, "a.txt")?.sha256, A.sha256);
+  });
+
+  test("with only deletes no claim is written: the old records stay until the final state", () => {
+    const plan = planRun(
+      input({
+        workflow: "replacement",
+        outputs: [A],
+        state: valid(record("a.txt"), record("gone.txt")),
+        listing: listing("a.txt", "gone.txt"),
+      }),
+    );
+    assert.equal(plan.action, "replace_catalog");
+    assert.deepEqual(
+      plan.changes.map((ch) => `${ch.path} ${ch.change}`),
+      ["a.txt unchanged", "gone.txt delete"],
+    );
     assert.equal(plan.claimState, null);
-    assert.notEqual(plan.finalState, null);
+  });
+
+  test("a run that stopped after overwriting, then the previous bundle again: the path is rewritten, not skipped", () => {
+    // v1 and v2 of a.txt have one size: only the digest tells them apart.
+    const v1 = planned("a.txt", { content: "version 1" });
+    const v2 = planned("a.txt", { content: "version 2" });
+    assert.equal(v1.size, v2.size);
+    const published = planRun(input({ outputs: [v1] })).finalState as CatalogState;
+    const onDisk = listing({ path: "a.txt", size: v1.size });
+    const failed = planRun(
+      input({ outputs: [v2], state: { class: "valid", state: published }, listing: onDisk }),
+    );
+    // The v2 run wrote a.txt and stopped (an error, a kill) before its final state.
+    const claim = failed.claimState as CatalogState;
+    assert.notEqual(claim, null);
+    const back = planRun(
+      input({ outputs: [v1], state: { class: "valid", state: claim }, listing: onDisk }),
+    );
+    assert.equal(back.action, "upsert_additive");
+    assert.deepEqual(
+      back.changes.map((ch) => `${ch.path} ${ch.change}`),
+      ["a.txt update"],
+    );
+    assert.equal(recordOf(back, "a.txt")?.sha256, v1.sha256);
   });
 
   test("publish_new claims every output before writing any", () => {

@@ -432,14 +432,19 @@ function _catalogPlan(
       finalState: null,
     };
   }
-  const created = planned.filter((p) => p.change.change === "create").map((p) => p.record);
+  const created: OutputRecord[] = [];
+  const overwritten = new Set<string>();
+  for (const p of planned) {
+    if (p.change.change === "create") created.push(p.record);
+    else if (p.change.change === "update") overwritten.add(p.change.path);
+  }
   return {
     action: input.workflow === "replacement" ? "replace_catalog" : "upsert_additive",
     error: null,
     changes,
     deletes: rest.deletes(),
     deletesFirst: rest.deletesFirst,
-    claimState: _claim(input, old, created),
+    claimState: _claim(input, old, created, overwritten),
     finalState: _state(input, old?.created_at ?? input.now, [
       ...rest.kept,
       ...planned.map((p) => p.record),
@@ -539,10 +544,20 @@ function _someOutputIsAFolderBySet(outputs: readonly PlannedOutput[]): boolean {
 
 /**
  * The state written before any output. Under a valid state it is the old state
- * plus the records of created paths: overwritten paths keep their OLD record (old
- * digest, old owner), so after a crash the rerun sees them as updates, never as
- * unchanged; records about to be deleted stay until the final state. With no
- * create the old state already claims every path written: null, nothing to write.
+ * plus the records of created paths, with the record of every path this run
+ * overwrites (its owner and the rest kept) holding UNKNOWN_DIGEST until the
+ * final state; records about to be deleted stay until the final state. With
+ * no create and no update the old state already claims every path written:
+ * null, nothing to write.
+ *
+ * Why not keep an overwritten record's old digest, as SPEC §6 suggests: after
+ * a crash the same run would still see an update, but a run that stopped
+ * with an error halfway leaves the file holding the new bytes under the old
+ * digest. Publishing the previous bundle again (the usual way back) then
+ * found the same digest and, where the two versions had one size, took the
+ * new bytes as unchanged: skip_same over a file it had not restored. With
+ * the unknown digest every later run, of any bundle, rewrites the path.
+ * It costs an update-only run one more state write.
  *
  * Under legacy state it is null: a legacy root stays legacy until the final state
  * is written, and since planned paths are never unmanaged collisions under legacy,
@@ -554,9 +569,16 @@ function _claim(
   input: RunPlanInput,
   old: CatalogState | null,
   created: OutputRecord[],
+  overwritten: ReadonlySet<string>,
 ): CatalogState | null {
-  if (old === null || created.length === 0) return null;
-  return _state(input, old.created_at, [...old.outputs, ...created]);
+  if (old === null || (created.length === 0 && overwritten.size === 0)) return null;
+  const kept =
+    overwritten.size === 0
+      ? old.outputs
+      : old.outputs.map((record) =>
+          overwritten.has(record.path) ? { ...record, sha256: UNKNOWN_DIGEST } : record,
+        );
+  return _state(input, old.created_at, [...kept, ...created]);
 }
 
 /** What every output of one plan shares: built once, not per output. */

@@ -77,8 +77,10 @@ export interface RunPlan {
   deletesFirst: string[];
   /**
    * The state written before any output (crash safety): claims every path about
-   * to be written, keeps the old record (old digest, old owner) of overwritten
-   * paths and the records of paths about to be deleted. Null when nothing is written.
+   * to be written, keeps the old record of overwritten paths with an unknown
+   * digest (UNKNOWN_DIGEST: whatever bytes they hold, a later run rewrites them)
+   * and the records of paths about to be deleted. Null when the old state
+   * already claims every write (no create, no update) or nothing is written.
    */
   claimState: CatalogState | null;
   /**
