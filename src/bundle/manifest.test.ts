@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
 import { DistributorError } from "../errors.js";
 import { isRfc3339 } from "../timestamps.js";
-import { formatLocation, parseManifest, sourceDigest } from "./manifest.js";
+import { formatLocation, MEDIA_TYPE_MAX, parseManifest, sourceDigest } from "./manifest.js";
 
 const HEX = "a".repeat(64);
 const goodFile = { path: "report.md", size: 12, sha256: `sha256:${HEX}` };
@@ -166,6 +166,18 @@ describe("parseManifest", () => {
       withFile({ ...goodFile, path: "x", media_type: "text/csv; charset=utf-8" }),
     );
     assert.equal(good.files[1]?.media_type, "text/csv; charset=utf-8");
+  });
+
+  test("media_type is at most MEDIA_TYPE_MAX characters: a longer header fails on S3 halfway through a run", () => {
+    const of = (length: number) => `text/${"x".repeat(length - 5)}`;
+    expectInvalid(
+      withFile({ ...goodFile, path: "x", media_type: of(MEDIA_TYPE_MAX + 1) }),
+      `files[1].media_type: must be at most ${MEDIA_TYPE_MAX} characters`,
+    );
+    const longest = parseManifest(
+      withFile({ ...goodFile, path: "x", media_type: of(MEDIA_TYPE_MAX) }),
+    );
+    assert.equal(longest.files[1]?.media_type?.length, MEDIA_TYPE_MAX);
   });
 
   test("sha256 must be sha256: and 64 lowercase hex digits", () => {

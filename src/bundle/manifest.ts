@@ -22,6 +22,14 @@ export interface Manifest {
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/;
 /** Printable ASCII, no space at either end: what a Content-Type header can carry. */
 const MEDIA_TYPE_TEXT = /^[!-~](?:[ -~]*[!-~])?$/;
+/**
+ * The longest media_type, in characters (ASCII: bytes). RFC 6838 caps a type
+ * and a subtype at 127 characters each, leaving room for parameters; AWS
+ * takes request headers up to 8 KB in all, and the local test server
+ * refused a Content-Type of 16,000 characters with a bare 400, halfway
+ * through a run.
+ */
+export const MEDIA_TYPE_MAX = 1024;
 const fileSchema = z.strictObject(
   {
     path: z.string({ error: "must be a string" }).superRefine((value, ctx) => {
@@ -44,6 +52,7 @@ const fileSchema = z.strictObject(
     media_type: z
       .string({ error: "must be a string" })
       .min(1, "must not be empty")
+      .max(MEDIA_TYPE_MAX, `must be at most ${MEDIA_TYPE_MAX} characters`)
       // It becomes a Content-Type header on S3, where anything else fails
       // the write halfway through a run instead of here.
       .regex(
@@ -191,7 +200,9 @@ function _vouched(document: unknown): ManifestFields | null {
     if (typeof sha256 !== "string" || !SHA256_DIGEST.test(sha256)) return null;
     if (
       media_type !== undefined &&
-      (typeof media_type !== "string" || !MEDIA_TYPE_TEXT.test(media_type))
+      (typeof media_type !== "string" ||
+        media_type.length > MEDIA_TYPE_MAX ||
+        !MEDIA_TYPE_TEXT.test(media_type))
     ) {
       return null;
     }
