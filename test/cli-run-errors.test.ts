@@ -117,6 +117,22 @@ describe("usage", () => {
     assert.equal(hasStackTrace(stderr), false);
   });
 
+  test("a mistyped flag or command: commander's suggestion on the error's one line", async () => {
+    for (const [args, said] of [
+      [
+        ["run", "--jsn"],
+        "unknown option '--jsn' (Did you mean --json?). See 'distributor --help'.",
+      ],
+      [["statsu"], "unknown command 'statsu' (Did you mean status?). See 'distributor --help'."],
+    ] as const) {
+      const human = await runCli(args);
+      assert.equal(human.code, 2, args.join(" "));
+      assert.equal(human.stderr, `error [usage] ${said}\n`);
+      const { json } = await runCliJson<RunJson>(args);
+      assert.equal(json.error?.message, said);
+    }
+  });
+
   test("no command after --, or help for an unknown command: exit 2, usage, one JSON document", async () => {
     for (const [args, said] of [
       [["--"], "no command."],

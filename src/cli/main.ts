@@ -122,8 +122,13 @@ function commanderExit(error: CommanderError, mode: OutputMode, argv: readonly s
     const what = asked === undefined ? "no command" : `no command named ${JSON.stringify(asked)}`;
     return reportFailure(new DistributorError("usage", `${what}. See 'distributor --help'.`), mode);
   }
-  // commander's messages may end with a period of their own.
-  const message = error.message.replace(/^error: /, "").replace(/\.$/, "");
+  // commander's messages may end with a period of their own, and put a
+  // suggestion on a line of its own ("\n(Did you mean --json?)"): one line
+  // here, where the report would print the newline escaped.
+  const message = error.message
+    .replace(/^error: /, "")
+    .replace(/\s*\n\s*/g, " ")
+    .replace(/\.$/, "");
   return reportFailure(
     new DistributorError("usage", `${message}. See 'distributor --help'.`),
     mode,
