@@ -250,6 +250,39 @@ destinations:
     assert.deepEqual(error.paths, ["destinations.bucket.storage.endpoint"]);
   });
 
+  test("an S3 bucket name no server takes, and an endpoint with credentials, a query or a fragment", async () => {
+    const s3 = (fields: string) => siteWith(`  bucket: { storage: { type: s3, ${fields} } }\n`);
+    for (const bucket of ["b/x", "my bucket", "b\\tx", "x".repeat(256)]) {
+      const error = await configErrorOf(s3(`bucket: "${bucket}"`));
+      assert.deepEqual(
+        problemLines(error),
+        [
+          'destinations.bucket.storage.bucket: must be a bucket name: letters, digits, ".", "-" and "_", at most 255 characters',
+        ],
+        bucket,
+      );
+    }
+    for (const endpoint of [
+      "http://key:secret@127.0.0.1:7480",
+      "http://key@127.0.0.1:7480",
+      "http://127.0.0.1:7480/?x=1",
+      "http://127.0.0.1:7480/#top",
+    ]) {
+      const error = await configErrorOf(s3(`bucket: b, endpoint: "${endpoint}"`));
+      assert.deepEqual(error.paths, ["destinations.bucket.storage.endpoint"], endpoint);
+      assert.match(error.message, /without a user name, password, query or fragment/);
+      assert.equal(error.message.includes("secret"), false, "the password is not repeated");
+    }
+    // A path stays: requests go below it (a server behind a proxy at that path).
+    const dir = await mkdtemp(path.join(os.tmpdir(), "distributor-config-"));
+    tempDirs.push(dir);
+    const text = s3('bucket: My_old.bucket-1, endpoint: "https://gw.test:9000/s3"');
+    await writeFile(path.join(dir, "distributor.yaml"), text);
+    const config = await loadConfig({ cwd: dir, env: {} });
+    const storage = config.destinations.get("bucket")?.storage;
+    assert.equal(storage?.type === "s3" && storage.endpoint, "https://gw.test:9000/s3");
+  });
+
   test("bad durations and a prune without max_age", async () => {
     for (const maxAge of ["30", "30x", "1.5d", "-1d", "d", "30 d", "30D"]) {
       const error = await configErrorOf(

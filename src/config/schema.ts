@@ -141,10 +141,34 @@ const filesystemSchema = z
   })
   .describe("A directory tree on this machine, e.g. one served as a static site.");
 
+const BUCKET_NAME = /^[A-Za-z0-9._-]{1,255}$/;
+
+/**
+ * An endpoint with no user name or password (credentials come from the AWS
+ * chain only: a secret written into the URL would be ignored, yet kept in
+ * the config for anyone who reads it), no query and no fragment (a request's
+ * own are added to it). A
+ * path is kept: the SDK puts it before the bucket and key, for a server
+ * behind a proxy at that path.
+ */
+function _plainEndpoint(endpoint: string): boolean {
+  const url = new URL(endpoint);
+  return url.username === "" && url.password === "" && url.search === "" && url.hash === "";
+}
+
 const s3Schema = z
   .strictObject({
     type: z.literal("s3").describe('Storage type: "s3" for S3-compatible object storage.'),
-    bucket: z.string().min(1, { error: "must not be empty" }).describe("Bucket name."),
+    bucket: z
+      .string()
+      .min(1, { error: "must not be empty" })
+      // AWS's rules are stricter (3-63 lowercase characters); S3-compatible
+      // servers and old us-east-1 buckets allow more. What no server takes is
+      // a "/" or a space: such a name failed at run time as a storage_error.
+      .regex(BUCKET_NAME, {
+        error: 'must be a bucket name: letters, digits, ".", "-" and "_", at most 255 characters',
+      })
+      .describe("Bucket name."),
     prefix: _cleanPathOrEmpty()
       .default("")
       .describe(
@@ -157,6 +181,10 @@ const s3Schema = z
       .describe("AWS region. Default: from the AWS environment."),
     endpoint: z
       .url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" })
+      .refine(_plainEndpoint, {
+        error:
+          "must be an http(s) URL without a user name, password, query or fragment, like https://s3.example.internal:9000",
+      })
       .optional()
       .describe("Custom endpoint URL for S3-compatible servers (Ceph RGW, MinIO, R2)."),
     force_path_style: z
