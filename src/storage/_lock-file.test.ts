@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import os from "node:os";
 import { describe, it } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import { deadPid } from "./_lock.fixtures.js";
 import {
   currentLockHolder,
@@ -96,6 +100,31 @@ describe("stale lock detection", () => {
     assert.equal(isProcessAlive(deadPid()), false);
     assert.equal(isProcessAlive(0), false);
     assert.equal(isProcessAlive(-1), false);
+  });
+
+  it("a zombie, exited but not yet reaped by its parent, is not alive", {
+    skip: process.platform !== "linux" ? "zombies are read from /proc" : false,
+  }, async () => {
+    // The shell starts `sleep 0.05` and then becomes `sleep 5`, which never
+    // reaps it: once it exits it stays a zombie until its parent ends.
+    const parent = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 5"], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    try {
+      const [line] = (await once(parent.stdout, "data")) as [Buffer];
+      const pid = Number(line.toString().trim());
+      assert.equal(isProcessAlive(pid), true, "running");
+      const deadline = Date.now() + 5000;
+      while (isProcessAlive(pid) && Date.now() < deadline) await delay(20);
+      assert.match(
+        readFileSync(`/proc/${pid}/stat`, "latin1"),
+        /\) Z /,
+        "a zombie, still signalable",
+      );
+      assert.equal(isProcessAlive(pid), false);
+    } finally {
+      parent.kill("SIGKILL");
+    }
   });
 
   it("a holder is stale only when it is a dead process on this host", () => {

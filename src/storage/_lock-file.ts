@@ -120,18 +120,34 @@ export function isSameHolder(a: LockHolder, b: LockHolder): boolean {
 }
 
 /**
- * Whether a process with this pid exists on this machine. A process we may not
- * signal (EPERM) exists. Only positive pids are asked about: 0 and negative
- * numbers address process groups.
+ * Whether a process with this pid runs on this machine. A process we may not
+ * signal (EPERM) runs. Only positive pids are asked about: 0 and negative
+ * numbers address process groups. A zombie (Linux: state Z in
+ * /proc/<pid>/stat) does not run: it has exited, and only waits for its
+ * parent to collect its status. Signal 0 reaches it all the same, so a run
+ * killed under a parent that had not reaped it yet was taken for alive, and
+ * the next run refused its lock.
  */
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+  return !isZombie(pid);
+}
+
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return false; // no /proc (macOS), or gone since: signal 0 has the last word
+  }
+  // "pid (comm) S ...": comm may hold spaces and parentheses; the state
+  // follows the last ")".
+  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
 }
 
 /**
