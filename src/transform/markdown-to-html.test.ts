@@ -95,6 +95,37 @@ describe("renderMarkdownToHtml document", () => {
     );
   });
 
+  test("lists nested as deep as the renderer follows keep every line after them", () => {
+    // Ten levels: markdown-it's commonmark preset dropped the tenth item and
+    // everything after it, without an error.
+    const outline = (levels: number) =>
+      Array.from({ length: levels }, (_, i) => `${"  ".repeat(i)}- item ${i + 1}`).join("\n");
+    for (const levels of [10, 99]) {
+      const html = body(`# Outline\n\n${outline(levels)}\n\n## Conclusion\n\nThe end.\n`);
+      assert.match(html, new RegExp(`<li>item ${levels}</li>`), `${levels} levels`);
+      assert.match(html, /<h2 id="conclusion">Conclusion<\/h2>\n<p>The end.<\/p>/);
+    }
+    const quotes = body(`${"> ".repeat(150)}deep\n\nafter\n`);
+    assert.match(quotes, /deep/);
+    assert.match(quotes, /<p>after<\/p>/);
+  });
+
+  test("nesting past what the renderer follows is transform_failed, never a document without its end", () => {
+    for (const markdown of [
+      `${Array.from({ length: 100 }, (_, i) => `${"  ".repeat(i)}- x`).join("\n")}\n\nafter\n`,
+      `${"> ".repeat(200)}deep\n\nafter\n`,
+    ]) {
+      assert.throws(
+        () => render(markdown, { fileName: "docs/outline.md" }),
+        (error: unknown) =>
+          error instanceof DistributorError &&
+          error.code === "transform_failed" &&
+          error.message.includes("docs/outline.md nests lists and block quotes deeper") &&
+          error.paths[0] === "docs/outline.md",
+      );
+    }
+  });
+
   test("a document too large for one string is said to be that, not bad UTF-8", () => {
     // One byte over what a JavaScript string holds on Node.js 20, all ASCII.
     const huge = Buffer.alloc(0x1fffffe8 + 1, 0x61);
@@ -323,6 +354,19 @@ describe("renderMarkdownToHtml heading ids", () => {
     assert.deepEqual(
       [...html.matchAll(/id="([^"]+)"/g)].map((m) => m[1]),
       ["notes", "notes-1", "notes-2"],
+    );
+  });
+
+  test("no two headings share an id: a repeat skips an id another heading took", () => {
+    const html = body("## Example\n\n## Example\n\n## Example 1\n\n## Example 1\n");
+    assert.deepEqual(
+      [...html.matchAll(/id="([^"]+)"/g)].map((m) => m[1]),
+      ["example", "example-1", "example-1-1", "example-1-2"],
+    );
+    const reversed = body("## Example 1\n\n## Example\n\n## Example\n");
+    assert.deepEqual(
+      [...reversed.matchAll(/id="([^"]+)"/g)].map((m) => m[1]),
+      ["example-1", "example", "example-2"],
     );
   });
 

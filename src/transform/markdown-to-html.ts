@@ -126,17 +126,36 @@ export function headingSlug(text: string): string {
     .replace(/ /g, "-");
 }
 
+/**
+ * How deep markdown-it's tokens may nest: a list item inside a list counts
+ * two, a block quote one. Past it markdown-it drops the rest of the document
+ * without a word; the commonmark preset's 20 (ten nested lists) lost a
+ * review's ten-level outline and everything after it. CommonMark sets no
+ * limit; a document that reaches this one is refused (nestingProblem), not
+ * published without its end.
+ */
+const MAX_NESTING = 200;
+
 /** Give each heading an id (deduplicated with -1, -2, ...) so `page.html#section` links land. */
 function headingIds(md: MarkdownIt): void {
   md.core.ruler.push("heading_ids", (state) => {
-    const seen = new Map<string, number>();
+    // GitHub's slugger: a slug taken, by a repeat or by a heading whose own
+    // text ends in "-1", gets the next free -N of its base, so that no two
+    // headings share an id ("Example", "Example", "Example 1" give example,
+    // example-1, example-1-1).
+    const repeats = new Map<string, number>();
     state.tokens.forEach((token, index) => {
       if (token.type !== "heading_open" || token.attrGet("id") !== null) return;
       const base = headingSlug(inlineText(state.tokens[index + 1]?.children ?? []));
       if (base === "") return;
-      const count = seen.get(base) ?? 0;
-      seen.set(base, count + 1);
-      token.attrSet("id", count === 0 ? base : `${base}-${count}`);
+      let slug = base;
+      while (repeats.has(slug)) {
+        const count = (repeats.get(base) ?? 0) + 1;
+        repeats.set(base, count);
+        slug = `${base}-${count}`;
+      }
+      repeats.set(slug, 0);
+      token.attrSet("id", slug);
     });
   });
 }
@@ -162,6 +181,8 @@ let MarkdownItClass: typeof MarkdownIt | undefined;
 export function createRenderer(allowHtml: boolean, shortcuts = true): MarkdownIt {
   MarkdownItClass ??= createRequire(import.meta.url)("markdown-it") as typeof MarkdownIt;
   const md = new MarkdownItClass("commonmark", { html: allowHtml, linkify: true });
+  // An option markdown-it reads (both parsers) that its types leave out.
+  Object.assign(md.options, { maxNesting: MAX_NESTING });
   md.enable(["table", "strikethrough", "linkify"]);
   // The four methods markdown-it's linkify rules call find GFM's autolinks,
   // not linkify-it's (_gfm-autolinks.ts says why).
@@ -257,13 +278,28 @@ function decodeUtf8(input: Uint8Array, fileName: string): string {
 }
 
 /**
+ * Whether markdown-it dropped text at MAX_NESTING: it opened a container
+ * (a block quote, a list or a list item) at the last level it allows, whose
+ * blocks would be read one level deeper, where it reads nothing more of the
+ * document. A paragraph or a heading holds inline text, read either way.
+ */
+function reachesNestingLimit(tokens: readonly Token[]): boolean {
+  for (const token of tokens) {
+    if (token.level < MAX_NESTING - 1 || token.nesting !== 1) continue;
+    if (token.type !== "paragraph_open" && token.type !== "heading_open") return true;
+  }
+  return false;
+}
+
+/**
  * Render Markdown bytes into a complete HTML5 document (UTF-8 bytes): doctype,
  * `<html lang="en">`, charset and viewport meta, `<title>` from the first level-1
  * heading (else the file name without extension), an inline stylesheet for desktop
  * and phone; no external requests and no scripts added. Headings get GitHub-style
  * ids (`## Data sources` → `id="data-sources"`) so fragment links land. Deterministic.
  *
- * @throws DistributorError `transform_failed` when `input` is not valid UTF-8.
+ * @throws DistributorError `transform_failed` when `input` is not valid UTF-8,
+ *   or nests deeper than the renderer follows (MAX_NESTING).
  */
 export function renderMarkdownToHtml(
   input: Uint8Array,
@@ -273,6 +309,13 @@ export function renderMarkdownToHtml(
   const md = rendererFor(options.allowHtml);
   const env: RenderEnv = options.rewriteLink ? { rewriteLink: options.rewriteLink } : {};
   const tokens = md.parse(source, env);
+  if (reachesNestingLimit(tokens)) {
+    throw new DistributorError(
+      "transform_failed",
+      `markdown_to_html: ${options.fileName} nests lists and block quotes deeper than the renderer follows (about ${MAX_NESTING / 2} levels of lists, ${MAX_NESTING} of block quotes); the rest of the document would be lost. Nest less deeply, or exclude it from the transform's include.`,
+      { paths: [options.fileName] },
+    );
+  }
   const title = firstH1Text(tokens) ?? fallbackTitle(options.fileName);
   const body = md.renderer.render(tokens, md.options, env);
   const html = [
