@@ -43,6 +43,8 @@ export type OutputContent =
   | {
       type: "file";
       absPath: string;
+      /** The file's manifest path: what an error about it names (SPEC §2). */
+      sourcePath?: string;
       /**
        * The size verification found (the manifest's), so that a driver can pick
        * its write path without a stat of its own. The copy itself reads the

@@ -387,10 +387,18 @@ describe("write", () => {
       await writeFile(file, changed);
       const prefix = `changed-${size}`;
       const d = driver(prefix, { multipartThreshold: threshold });
-      const content = { type: "file" as const, absPath: file, size, sha256 };
+      const content = {
+        type: "file" as const,
+        absPath: file,
+        sourcePath: "data/f.bin",
+        size,
+        sha256,
+      };
       await assert.rejects(d.write("f.bin", content, { sha256 }), (error: unknown) => {
         isCode("source_invalid")(error);
         assert.match((error as Error).message, /changed during the run/);
+        // The manifest path, as every other source_invalid lists it.
+        assert.deepEqual((error as { paths?: string[] }).paths, ["data/f.bin"]);
         return true;
       });
       const link = path.join(tmp, `link-${size}.bin`);

@@ -23,6 +23,8 @@ export interface FileUpload {
   /** PutObject parameters without Body and ContentLength. */
   params: PutObjectCommandInput;
   absPath: string;
+  /** The manifest path, for source_invalid (_source-read.ts). */
+  sourcePath?: string;
   /** The verified size and digest: only those bytes are sent (_source-read.ts). */
   size?: number;
   sha256?: string;

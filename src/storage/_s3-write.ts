@@ -70,6 +70,7 @@ export async function sendObject(
     // checked against it (verify trusts that metadata instead of re-hashing).
     params: content.sha256 === options.sha256 ? params : { ...params, Metadata: undefined },
     absPath: content.absPath,
+    sourcePath: content.sourcePath,
     size: content.size,
     sha256: content.sha256,
     location: target.location,

@@ -73,6 +73,12 @@ describe("copyVerified and readVerifiedSync", () => {
     }
     assert.ok((await readFile(target)).byteLength <= verified.byteLength);
     assert.throws(() => readVerifiedSync(claim), isChanged);
+    // The error lists the manifest path where the content names one.
+    assert.throws(
+      () => readVerifiedSync({ ...claim, sourcePath: "data/grown.bin" }),
+      (error: unknown) =>
+        isChanged(error) && (error as DistributorError).paths[0] === "data/grown.bin",
+    );
   });
 
   it("copy a file of several chunks byte for byte, and refuse one changed in its last chunk", async () => {

@@ -18,6 +18,8 @@ import { DistributorError } from "../errors.js";
 /** A source file to publish: where it is, and the size and digest it was verified with. */
 export interface VerifiedSource {
   absPath: string;
+  /** The manifest path, which a source_invalid error lists (else `absPath`). */
+  sourcePath?: string;
   size?: number;
   sha256?: string;
 }
@@ -39,7 +41,8 @@ export function changedSource(source: VerifiedSource, problem: string): Distribu
   return new DistributorError(
     "source_invalid",
     `Source file ${source.absPath} changed during the run (${problem}): it was not published. Outputs written before it are recorded in the state; run again once the bundle is complete.`,
-    { paths: [source.absPath] },
+    // The manifest path, as every other source_invalid lists it.
+    { paths: [source.sourcePath ?? source.absPath] },
   );
 }
 

@@ -30,6 +30,7 @@ function sourceOutput(bundle: SourceBundle, file: ManifestFile): PlannedOutput {
     content: {
       type: "file",
       absPath: `${bundle.dir}/${file.path}`,
+      sourcePath: file.path,
       size: file.size,
       sha256: file.sha256,
     },

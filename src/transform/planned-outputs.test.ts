@@ -99,6 +99,7 @@ describe("planOutputs", () => {
     assert.deepEqual(png.content, {
       type: "file",
       absPath: path.join(bundle.dir, "a/img.png"),
+      sourcePath: "a/img.png",
       size: 3,
       // What a driver checks the bytes it copies against.
       sha256: sha256Digest(Buffer.from("png")),
