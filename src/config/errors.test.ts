@@ -343,6 +343,41 @@ destinations:
     assert.match(tag.message, /distributor\.yaml:1:12: Unresolved tag: !custom$/m);
   });
 
+  test("a key given once as a number and once as a string is one key given twice", async () => {
+    for (const [first, second] of [
+      ["2026", '"2026"'],
+      ["true", "'true'"],
+      ['"7"', "7"],
+    ]) {
+      const error = await configErrorOf(
+        `pipelines: {}\ndestinations:\n  ${first}: { storage: { root: ./a } }\n  ${second}: { storage: { root: ./b } }\n`,
+      );
+      assert.match(
+        error.message,
+        /distributor\.yaml:4:3: the key .* is given twice in one mapping$/m,
+        second,
+      );
+    }
+  });
+
+  test("an alias of a node from inside it is config_invalid, not a stack overflow", async () => {
+    for (const [text, at] of [
+      ["pipelines: &a [*a]\ndestinations: {}\n", "pipelines.0"],
+      ["x: &a {y: *a}\n", "x.y"],
+      ["&top {pipelines: *top}\n", "pipelines"],
+    ] as const) {
+      const error = await configErrorOf(text);
+      assert.match(
+        error.message,
+        new RegExp(`the value at ${at.replace(".", "\\.")} is an alias of a node that holds it`),
+        text,
+      );
+    }
+    // One node repeated in two places is not a loop.
+    const shared = await configErrorOf("x: &a {k: 1}\ny: *a\n");
+    assert.doesNotMatch(shared.message, /holds it/);
+  });
+
   test("the message lists one problem per line and says what to do next", async () => {
     const error = await configErrorOf(siteWith("    workflw: x\n    pth: y\n"));
     const lines = error.message.split("\n");

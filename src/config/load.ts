@@ -6,7 +6,7 @@
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
-import { LineCounter, parseDocument } from "yaml";
+import { isScalar, LineCounter, parseDocument } from "yaml";
 import { DistributorError, linedError } from "../errors.js";
 import { interpolateEnv } from "./interpolate.js";
 import {
@@ -216,7 +216,12 @@ function _parseYaml(text: string, file: string): unknown {
   const lineCounter = new LineCounter();
   // logLevel "error": the parser's own warnings go to the problems below, not
   // to stderr as a Node.js process warning.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, logLevel: "error" });
+  const doc = parseDocument(text, {
+    lineCounter,
+    prettyErrors: false,
+    logLevel: "error",
+    uniqueKeys: _sameKey,
+  });
   const at = (offset: number) => {
     const { line, col } = lineCounter.linePos(offset);
     return `${file}:${line}:${col}`;
@@ -224,8 +229,9 @@ function _parseYaml(text: string, file: string): unknown {
   // Warnings too (an unknown tag such as !custom): a config is read strictly.
   const problems = [...doc.errors, ...doc.warnings];
   if (problems.length === 0) {
+    let value: unknown;
     try {
-      return doc.toJS();
+      value = doc.toJS();
     } catch (error) {
       // An alias to no anchor, or one expanding beyond the yaml package's
       // limit (a "billion laughs" file): found only when values are built.
@@ -238,6 +244,15 @@ function _parseYaml(text: string, file: string): unknown {
         { paths: [file], cause: error },
       );
     }
+    const loop = _circularKeyPath(value, new Set(), "");
+    if (loop !== null) {
+      throw new DistributorError(
+        "config_invalid",
+        `Invalid YAML in ${file}: the value at ${loop || "the top"} is an alias of a node that holds it, so the config would never end. Fix the file: an *alias may only repeat a node outside itself.`,
+        { paths: [file] },
+      );
+    }
+    return value;
   }
   const lines = [
     `Invalid YAML in ${file}:`,
@@ -245,6 +260,36 @@ function _parseYaml(text: string, file: string): unknown {
     "Fix the syntax at the line and column shown.",
   ];
   throw linedError("config_invalid", lines, { paths: [file] });
+}
+
+/**
+ * Two keys of one mapping that become one key of the config: a JavaScript
+ * object's keys are strings, so `2026:` and `"2026":` (or `true:` and
+ * `"true":`) are the same key, and the yaml package, which compares values
+ * with their types, let the second silently replace the first.
+ */
+function _sameKey(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!isScalar(a) || !isScalar(b)) return false;
+  return String(a.value) === String(b.value);
+}
+
+/**
+ * The key path ("" for the top) of a value that holds itself, reached
+ * through an alias of a node from inside that node (`pipelines: &a [*a]`):
+ * the yaml package builds such a value, and every walk over it would never
+ * end. Null when there is none.
+ */
+function _circularKeyPath(value: unknown, holders: Set<object>, at: string): string | null {
+  if (typeof value !== "object" || value === null) return null;
+  if (holders.has(value)) return at;
+  holders.add(value);
+  for (const [key, item] of Object.entries(value)) {
+    const found = _circularKeyPath(item, holders, at === "" ? key : `${at}.${key}`);
+    if (found !== null) return found;
+  }
+  holders.delete(value);
+  return null;
 }
 
 /** The parser's message, in terms of the file rather than of the parser's API. */
