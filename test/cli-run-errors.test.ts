@@ -409,6 +409,37 @@ describe("locked", () => {
     assert.match(lines[1] ?? "", /^ {2}root /);
   });
 
+  test("a newline in a stale lock or in the root never starts a line of its own in run, verify or prune", async () => {
+    const fake = "  + index.html (new)";
+    const s = await scenario((base) => ({
+      pipelines: { site: { source: path.join(base, "bundle"), destinations: ["web"] } },
+      destinations: {
+        web: { root: path.join(base, `public\n${fake}`), retention: { prune: { max_age: "1d" } } },
+      },
+    }));
+    const root = path.join(s.base, `public\n${fake}`);
+    await mkdir(root, { recursive: true });
+    // A stale lock of this host: taken over with a warning that quotes it.
+    const pid = await deadPid();
+    const stale = JSON.parse(lockText(pid)) as Record<string, unknown>;
+    const lock = { ...stale, started_at: "2026-01-01T00:00:00Z\nFAKE: all good" };
+    if (MACHINE_ID !== null) Object.assign(lock, { machine_id: MACHINE_ID });
+    await writeFile(path.join(root, ".distributor.lock"), JSON.stringify(lock));
+    const run = await s.run();
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    const warning = run.stderr.split("\n").filter((line) => line !== "");
+    assert.equal(warning.length, 1, run.stderr);
+    assert.match(warning[0] ?? "", /^warning: took over the stale lock .*\\x0aFAKE: all good/);
+    const forged = (text: string) => text.split("\n").some((line) => line.startsWith(fake));
+    assert.ok(!forged(run.stdout), run.stdout);
+    assert.match(run.stdout, /root .*public\\x0a {2}\+ index\.html \(new\)/);
+    for (const command of ["verify", "prune"]) {
+      const result = await runCli([command, "--config", s.config]);
+      assert.ok(!forged(result.stdout), `${command}: ${result.stdout}`);
+      assert.match(result.stdout, /public\\x0a/, command);
+    }
+  });
+
   test("a lock of another machine that shares our hostname is never taken over", async () => {
     const s = await scenario();
     await mkdir(s.root, { recursive: true });

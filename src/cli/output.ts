@@ -4,7 +4,7 @@
  */
 import cliProgress from "cli-progress";
 import { DistributorError, type ErrorReport, exitCodeFor } from "../errors.js";
-import { formatBytes, formatError, type Style } from "../reporting/human.js";
+import { formatBytes, formatError, oneLine, type Style } from "../reporting/human.js";
 
 export interface OutputMode {
   json: boolean;
@@ -45,8 +45,13 @@ export function stdoutFlushed(): Promise<void> {
   });
 }
 
+/**
+ * One warning, on one line of stderr: a warning quotes what storage holds (a
+ * stale lock's hostname and start time), and a newline there must not start
+ * a line of its own.
+ */
 export function warn(message: string): void {
-  process.stderr.write(`${terminalSafe(message, stderrStyle())}\n`);
+  process.stderr.write(`${terminalSafe(oneLine(message), stderrStyle())}\n`);
 }
 
 /** Human text on stdout, with what came from storage made harmless (terminalSafe). */

@@ -61,7 +61,10 @@ function formatPair(result: PairResult, dryRun: boolean, style: Style): string[]
     (dryRun ? "" : _notApplied(result)) +
     ` — ${would}create ${created}, ${would}update ${updated}, ${would}delete ${deleted}, ${unchanged} unchanged;` +
     ` ${formatBytes(result.bytes)}, ${result.duration_ms} ms`;
-  const lines = [head, paint(`  root ${result.root} (state ${result.state})`, "dim", style)];
+  const lines = [
+    head,
+    paint(`  root ${oneLine(result.root)} (state ${result.state})`, "dim", style),
+  ];
   const details = [
     ...result.outputs
       .filter((output) => output.change !== "unchanged")

@@ -18,7 +18,7 @@ function _limited(lines: string[]): string[] {
 }
 
 function _owner(report: { pipeline_id: string; destination_id: string; root: string }): string {
-  return `${report.pipeline_id} → ${report.destination_id} (root ${report.root})`;
+  return `${report.pipeline_id} → ${report.destination_id} (root ${oneLine(report.root)})`;
 }
 
 export function formatReconcileReport(report: ReconcileReport, style: Style): string {
