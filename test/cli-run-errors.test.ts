@@ -284,6 +284,16 @@ describe("output_collision", () => {
     assert.equal(code, 1);
     assertErrorOnly(json, "output_collision");
     assert.ok(json.error?.paths.includes("page.html"), JSON.stringify(json.error));
+    assert.ok(
+      json.error?.message.startsWith(`Pipeline "site" (bundle ${bundle}): Several planned outputs`),
+      json.error?.message,
+    );
+    // The human form keeps the list's lines, the first naming the pipeline.
+    const human = await s.run(["--source", bundle]);
+    assert.match(
+      human.stderr,
+      /^error \[output_collision\] Pipeline "site" \(bundle .*\): Several planned outputs .*\n {2}- page\.html: /m,
+    );
     assert.deepEqual(await listFiles(s.root), []);
   });
 

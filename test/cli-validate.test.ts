@@ -143,9 +143,14 @@ describe("distributor validate", () => {
     });
     const json = await assertFails(s, "transform_failed", 1, ["--source", dir]);
     assert.deepEqual(json.error?.paths, ["a/first.md", "index.md", "z/last.md"]);
+    // Named with its pipeline and bundle: several pipelines may hold the same file names.
+    assert.ok(
+      json.error?.message.startsWith(`Pipeline "site" (bundle ${dir}): `),
+      json.error?.message,
+    );
     assert.match(
       json.error?.message ?? "",
-      /^markdown_to_html: 3 documents cannot be rendered: a\/first\.md is not valid UTF-8 text\. .*; index\.md is not valid/,
+      /: markdown_to_html: 3 documents cannot be rendered: a\/first\.md is not valid UTF-8 text\. .*; index\.md is not valid/,
     );
   });
 

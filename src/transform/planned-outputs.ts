@@ -103,6 +103,36 @@ export async function planOutputs(
   pipeline: PipelineConfig,
   options: PlanOutputsOptions = {},
 ): Promise<PlannedOutput[]> {
+  try {
+    return await _planOutputs(bundle, pipeline, options);
+  } catch (error) {
+    throw _inPipeline(error, pipeline.id, bundle.dir);
+  }
+}
+
+/**
+ * An output_collision or transform_failed error that names the pipeline and
+ * its bundle: its own message names files by their manifest paths only, and
+ * with several pipelines (often with the same file names) the reader could
+ * not tell which bundle to fix. (source_invalid names its bundle already.)
+ */
+function _inPipeline(error: unknown, pipelineId: string, dir: string): unknown {
+  if (!(error instanceof DistributorError)) return error;
+  if (error.code !== "output_collision" && error.code !== "transform_failed") return error;
+  const where = `Pipeline ${JSON.stringify(pipelineId)} (bundle ${dir}): `;
+  const lines = error.lines?.map((line, index) => (index === 0 ? `${where}${line}` : line));
+  return new DistributorError(error.code, `${where}${error.message}`, {
+    paths: error.paths,
+    cause: error,
+    ...(lines === undefined ? {} : { lines }),
+  });
+}
+
+async function _planOutputs(
+  bundle: SourceBundle,
+  pipeline: PipelineConfig,
+  options: PlanOutputsOptions,
+): Promise<PlannedOutput[]> {
   let layout: Layout | undefined;
   let layoutError: unknown;
   let cache: CacheLookup | undefined;
