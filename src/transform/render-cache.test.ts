@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -105,6 +107,26 @@ describe("RenderCache", () => {
     cache.save();
     const saved = JSON.parse(readFileSync(cacheFile(dir), "utf8")).entries;
     assert.deepEqual(Object.keys(saved).sort(), ["new", "recent"]);
+  });
+
+  test("a FIFO or a device at the cache file's name is an empty cache, read at once", () => {
+    const fifo = tempDir();
+    execFileSync("mkfifo", [cacheFile(fifo)]);
+    const device = tempDir();
+    symlinkSync("/dev/zero", cacheFile(device));
+    // In a child process with a time limit: a blocking open() of the FIFO
+    // would hang this one past any test timeout.
+    const module = new URL("./render-cache.js", import.meta.url).href;
+    const script = `import { RenderCache } from ${JSON.stringify(module)};
+      for (const dir of ${JSON.stringify([fifo, device])}) {
+        if (new RenderCache(dir).get("docs", "k1") !== undefined) process.exit(3);
+      }`;
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      timeout: 10_000,
+      encoding: "utf8",
+    });
+    assert.equal(result.signal, null, "read at once, not waited on (killed at the time limit)");
+    assert.equal(result.status, 0, result.stderr);
   });
 
   test("a malformed file is an empty cache, and a malformed entry is skipped", () => {
