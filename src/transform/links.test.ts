@@ -41,6 +41,12 @@ describe("createLinkRewriter", () => {
     assert.equal(fromTop("notes.txt"), "notes.txt.html");
   });
 
+  test("a percent-encoded extension is rewritten too: the .md itself is not published", () => {
+    assert.equal(fromTop("docs/method%2Emd"), "docs/method.html");
+    assert.equal(fromTop("docs/method%2emd?v=2#top"), "docs/method.html?v=2#top");
+    assert.equal(fromDocs("my%20notes%2Emarkdown"), "my%20notes.html");
+  });
+
   test("leaves other links alone", () => {
     const untouched = [
       "https://example.com/report.md",
@@ -54,7 +60,6 @@ describe("createLinkRewriter", () => {
       "../report.md",
       "docs/../../report.md",
       "bad%zz.md",
-      "docs/method%2Emd",
     ];
     for (const href of untouched) assert.equal(fromTop(href), undefined, href);
   });

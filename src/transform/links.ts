@@ -64,9 +64,15 @@ export function createLinkRewriter(
     const target = resolveInBundle(fromDir, decoded);
     const output = target === undefined ? undefined : transformed.get(target);
     if (output === undefined) return undefined;
+    const lands = (candidate: string) =>
+      resolveInBundle(fromDir, decodePath(candidate) ?? "") === output;
     const rewritten = derivedHtmlPath(linkPath);
-    // The extension was percent-encoded in the href: the mirrored edit would miss it.
-    if (resolveInBundle(fromDir, decodePath(rewritten) ?? "") !== output) return undefined;
-    return rewritten + suffix;
+    if (lands(rewritten)) return rewritten + suffix;
+    // The extension was percent-encoded in the href (`a%2Emd`), which the
+    // mirrored edit misses: the last segment is written anew, encoded. Left
+    // as it was, the link pointed at a Markdown file that is not published.
+    const slash = linkPath.lastIndexOf("/");
+    const renamed = linkPath.slice(0, slash + 1) + encodeURIComponent(path.posix.basename(output));
+    return lands(renamed) ? renamed + suffix : undefined;
   };
 }
