@@ -378,6 +378,12 @@ describe("renderMarkdownToHtml heading ids", () => {
   test("headingSlug drops punctuation and keeps letters of any script", () => {
     assert.equal(headingSlug("  Hello, World!  "), "hello-world");
     assert.equal(headingSlug("snake_case and-dash"), "snake_case-and-dash");
+    // As GitHub's slugger: other numbers go, letter numbers and alphabetic symbols stay.
+    assert.equal(headingSlug("Area in m²"), "area-in-m");
+    assert.equal(headingSlug("½ cup"), "-cup");
+    assert.equal(headingSlug("Ⅻ chapters"), "ⅻ-chapters");
+    assert.equal(headingSlug("Ⓐ note"), "ⓐ-note");
+    assert.equal(headingSlug("Größe 2026"), "größe-2026");
   });
 });
 

@@ -117,12 +117,18 @@ function linksAsWrittenShortcut(md: MarkdownIt): void {
 }
 const PUNYCODE_LABEL = /(?:^|\.)xn--/i;
 
-/** GitHub-style heading slug: lowercase, punctuation dropped, spaces become hyphens. */
+/**
+ * GitHub-style heading slug: lowercase, punctuation dropped, spaces become
+ * hyphens. What is kept is what GitHub's slugger (github-slugger) keeps:
+ * letters, marks, decimal and letter numbers, connector punctuation (`_`),
+ * anything alphabetic (a circled letter), `-` and the space. Other numbers
+ * (`²`, `½`), other punctuation and symbols go.
+ */
 export function headingSlug(text: string): string {
   return text
     .trim()
     .toLowerCase()
-    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, "")
+    .replace(/[^\p{L}\p{M}\p{Nd}\p{Nl}\p{Pc}\p{Alphabetic} -]/gu, "")
     .replace(/ /g, "-");
 }
 
