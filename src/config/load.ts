@@ -3,11 +3,10 @@
  * interpolate `${NAME}`, schema-check, normalize, cross-field rules. Every failure
  * is one `config_invalid` error naming each bad key path.
  */
-import { constants } from "node:fs";
-import { open } from "node:fs/promises";
 import path from "node:path";
 import { isScalar, LineCounter, parseDocument } from "yaml";
 import { DistributorError, linedError } from "../errors.js";
+import { type RegularFileRead, readRegularFile } from "../regular-file.js";
 import { interpolateEnv } from "./interpolate.js";
 import {
   type ConfigProblem,
@@ -142,25 +141,27 @@ const ORIGIN_TEXT: Record<FileOrigin, string> = {
 };
 
 async function _readConfigFile(file: string, origin: FileOrigin): Promise<string> {
-  let bytes: Buffer;
-  try {
-    bytes = await _readRegularFile(file);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason =
-      code === "ENOENT"
-        ? "does not exist"
-        : code === "EISDIR"
-          ? "is a directory, not a file"
-          : code === NOT_A_FILE
-            ? "is not a regular file (a FIFO, a device or a socket)"
-            : `cannot be read (${code ?? String(error)})`;
-    throw new DistributorError(
+  const unreadable = (reason: string, cause?: unknown) =>
+    new DistributorError(
       "config_invalid",
       `Configuration file ${file} (${ORIGIN_TEXT[origin]}) ${reason}. Create it, or choose another file with --config FILE or the ${CONFIG_ENV_VAR} environment variable.`,
-      { paths: [file], cause: error },
+      { paths: [file], cause },
+    );
+  let read: RegularFileRead;
+  try {
+    read = readRegularFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw unreadable(
+      code === "ENOENT" ? "does not exist" : `cannot be read (${code ?? String(error)})`,
+      error,
     );
   }
+  if (read.kind === "directory") throw unreadable("is a directory, not a file");
+  if (read.kind === "other") {
+    throw unreadable("is not a regular file (a FIFO, a device or a socket)");
+  }
+  const bytes = read.bytes;
   try {
     // Fatal: a byte that is not UTF-8 would otherwise become U+FFFD, and a
     // root or source path holding it would name another directory.
@@ -171,26 +172,6 @@ async function _readConfigFile(file: string, origin: FileOrigin): Promise<string
       `Configuration file ${file} (${ORIGIN_TEXT[origin]}) is not valid UTF-8 text (line ${_firstBadLine(bytes)}). Save it as UTF-8.`,
       { paths: [file] },
     );
-  }
-}
-
-const NOT_A_FILE = "ENOTREGULAR";
-
-/**
- * The bytes of `file`, which must be a regular file (a symlink to one is
- * fine). Opened with O_NONBLOCK: a FIFO named as the config would otherwise
- * hang the open until something wrote to it, and a device such as
- * /dev/zero would be read without end.
- */
-async function _readRegularFile(file: string): Promise<Buffer> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const stats = await handle.stat();
-    if (stats.isDirectory()) throw Object.assign(new Error(file), { code: "EISDIR" });
-    if (!stats.isFile()) throw Object.assign(new Error(file), { code: NOT_A_FILE });
-    return await handle.readFile();
-  } finally {
-    await handle.close();
   }
 }
 

@@ -14,22 +14,12 @@
  * fails a run, and `DISTRIBUTOR_CACHE=off` turns it off.
  */
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import { SHA256_DIGEST, sha256Hex } from "../hashing.js";
 import { compareUtf8 } from "../paths.js";
+import { readRegularFile } from "../regular-file.js";
 import { rendererFingerprint } from "./_renderer-fingerprint.js";
 
 /** What the cache remembers of one rendered document. */
@@ -121,9 +111,9 @@ function readEntries(file: string): Map<string, Entry> {
   const entries = new Map<string, Entry>();
   let parsed: unknown;
   try {
-    const text = readRegularFile(file);
-    if (text === null) return entries;
-    parsed = JSON.parse(text);
+    const read = readRegularFile(file);
+    if (read.kind !== "file") return entries;
+    parsed = JSON.parse(read.bytes.toString("utf8"));
   } catch {
     return entries;
   }
@@ -134,21 +124,6 @@ function readEntries(file: string): Map<string, Entry> {
     if (isEntry(value)) entries.set(key, value);
   }
   return entries;
-}
-
-/**
- * The text of `file` if it is a regular file (a link to one counts), else
- * null. Opened with O_NONBLOCK and checked with fstat: a FIFO planted at the
- * cache file's name made the run wait in open(), where not even SIGTERM
- * ended it, and a link to /dev/zero was read until memory ran out.
- */
-function readRegularFile(file: string): string | null {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    return fstatSync(fd).isFile() ? readFileSync(fd, "utf8") : null;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** One pipeline's entries: those read from its file, and what this process used or added. */
