@@ -1,14 +1,14 @@
 /**
  * Matching for the globs most configs hold, in time linear in the glob times
  * the path: literal characters, `*` and `?`, after a leading `**` segment or
- * none. picomatch turns
- * each `*` into a lazy `[^/]*?` that the regex engine backtracks through: a
- * glob with several `*` in one segment (`*-*-*-*-*-*.csv`) took 17 s on one
- * 205-character file name a producer chose (a review, 2026-12-04), and
- * minutes with one `*` more, in one synchronous call that not even SIGTERM
- * cuts short. Every other glob (classes, braces, extglobs, escapes,
- * negation) stays picomatch's; the differential test in
- * _plain-glob.test.ts holds the two to the same answers on clean paths.
+ * none. picomatch turns each `*` into a lazy `[^/]*?` that the regex engine
+ * backtracks through: a glob with several `*` in one segment
+ * (`*-*-*-*-*-*.csv`) took 17 s on one 205-character file name a producer
+ * chose (a review, 2026-12-04), and minutes with one `*` more, in one
+ * synchronous call that not even SIGTERM cuts short. Every other glob
+ * (classes, braces, extglobs, escapes, negation) stays picomatch's; the
+ * differential test in _plain-glob.test.ts holds the two to the same answers
+ * on clean paths.
  */
 
 /** Characters that give a glob more than literal text, `*`, `?` and `/`. */
@@ -43,9 +43,10 @@ export function plainGlobMatcher(glob: string): ((path: string) => boolean) | nu
 /**
  * How many lazy loops picomatch's regex for `glob` nests: one per `**`
  * segment and one per run of `*` in any other segment. A path the regex
- * does not match costs it about length^wildcards steps: at two (a `**` segment and `*.md`,
- * `*-*.csv`) that stays small, since a `*` cannot leave its segment; from
- * three on it can take minutes, and the plain matcher decides instead.
+ * does not match costs it about length^wildcards steps: at two (a `**`
+ * segment and `*.md`, or `*-*.csv`) that stays small, since a `*` cannot
+ * leave its segment; from three on it can take minutes, and the plain
+ * matcher decides instead.
  */
 export function wildcardLoops(glob: string): number {
   let loops = 0;

@@ -147,7 +147,7 @@ function isZombie(pid: number): boolean {
   }
   // "pid (comm) S ...": comm may hold spaces and parentheses; the state
   // follows the last ")".
-  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
+  return stat[stat.lastIndexOf(")") + 2] === "Z";
 }
 
 /**

@@ -237,8 +237,9 @@ export interface StorageDriver {
   /**
    * Optional: why this root cannot hold an output at the clean path `path`,
    * or `null` when it can (S3: a key longer than the service allows once the
-   * prefix is added; a filesystem: a name longer than a folder holds). Asked for every planned output before anything is
-   * written, so that such a path stops the run instead of failing halfway.
+   * prefix is added; a filesystem: a name longer than a folder holds). Asked
+   * for every planned output before anything is written, so that such a path
+   * stops the run instead of failing halfway.
    */
   pathProblem?(path: string): string | null;
 

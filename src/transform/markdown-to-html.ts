@@ -137,8 +137,8 @@ export function headingSlug(text: string): string {
  * two, a block quote one. Past it markdown-it drops the rest of the document
  * without a word; the commonmark preset's 20 (ten nested lists) lost a
  * review's ten-level outline and everything after it. CommonMark sets no
- * limit; a document that reaches this one is refused (nestingProblem), not
- * published without its end.
+ * limit; a document that reaches this one is refused (reachesNestingLimit),
+ * not published without its end.
  */
 const MAX_NESTING = 200;
 
